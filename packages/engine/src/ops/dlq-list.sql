@@ -1,0 +1,9 @@
+-- Dead-lettered jobs of an organization (optionally one queue), newest first.
+SELECT id, queue_name, status, priority, retry_count, created_at, scheduled_at, started_at, completed_at,
+       last_error, payload
+FROM spool.jobs
+WHERE organization_id = $1
+  AND status = 'deadletter'
+  AND ($2::text IS NULL OR queue_name = $2::text)
+ORDER BY completed_at DESC, id DESC
+LIMIT $3 OFFSET $4;

@@ -1,0 +1,39 @@
+-- Claims up to $3 due jobs of one queue for worker $4 with a lease of $5
+-- seconds. The CTE locks candidates with SKIP LOCKED in index order (so
+-- concurrent claimers pass each other instead of queueing), then the UPDATE
+-- hands each row a fresh lease_id: the fencing token for everything after.
+-- The WHERE clause repeats jobs_claim_idx's predicate exactly.
+WITH picked AS (
+  SELECT id
+  FROM spool.jobs
+  WHERE organization_id = $1
+    AND queue_name = $2
+    AND status = 'pending'
+    AND dependencies_met IS NOT FALSE
+    AND (scheduled_at IS NULL OR scheduled_at <= now())
+    AND (expires_at IS NULL OR expires_at > now())
+    AND NOT EXISTS (
+      SELECT 1 FROM spool.queue_config qc
+      WHERE qc.organization_id = $1 AND qc.queue_name = $2 AND NOT qc.enabled
+    )
+  ORDER BY priority DESC, created_at ASC, id ASC
+  LIMIT $3
+  FOR UPDATE SKIP LOCKED
+),
+claimed AS (
+  UPDATE spool.jobs j
+  SET status = 'processing',
+      assigned_worker_id = $4,
+      lease_id = gen_random_uuid(),
+      lease_expires_at = now() + make_interval(secs => $5),
+      started_at = coalesce(j.started_at, now()),
+      updated_at = now()
+  FROM picked
+  WHERE j.id = picked.id
+  RETURNING j.*
+),
+history AS (
+  INSERT INTO spool.job_history (organization_id, job_id, queue_name, event, from_status, to_status, worker_id, lease_id)
+  SELECT organization_id, id, queue_name, 'claim', 'pending', 'processing', assigned_worker_id, lease_id FROM claimed
+)
+SELECT * FROM claimed ORDER BY priority DESC, created_at ASC, id ASC;

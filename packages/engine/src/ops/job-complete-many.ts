@@ -1,0 +1,47 @@
+import type { Queryable } from '../db.js';
+import { run, sqlFile } from '../db.js';
+import { isUuid } from '../ids.js';
+import type { FenceFailure } from './fence.js';
+import { explainFenceFailures } from './fence.js';
+
+const statement = sqlFile(import.meta.url, './job-complete-many.sql');
+
+export interface CompleteItem {
+  id: string;
+  workerId: string;
+  /** When given, must be the job's current lease (fencing token). */
+  leaseId?: string | null;
+  /** Stored as the job's result; undefined stores null. */
+  result?: unknown;
+}
+
+export type CompleteOutcome =
+  | { id: string; ok: true; queueName: string; startedAt: Date | null; completedAt: Date }
+  | { id: string; ok: false; reason: FenceFailure };
+
+/**
+ * Completes each job that is processing under the caller's worker and lease.
+ * One outcome per item, in order; refused items say why and change nothing.
+ */
+export async function jobCompleteMany(db: Queryable, organizationId: string, items: CompleteItem[]): Promise<CompleteOutcome[]> {
+  const valid = items.filter((item) => isUuid(item.id) && (item.leaseId == null || isUuid(item.leaseId)));
+  const rows = valid.length === 0 ? [] : await run<{ id: string; queue_name: string; started_at: Date | null; completed_at: Date }>(
+    db,
+    statement,
+    [
+      organizationId,
+      valid.map((item) => item.id),
+      valid.map((item) => item.workerId),
+      valid.map((item) => item.leaseId ?? null),
+      valid.map((item) => (item.result === undefined ? null : JSON.stringify(item.result))),
+    ],
+  );
+  const done = new Map(rows.map((row) => [row.id, row]));
+  const refused = items.filter((item) => !done.has(item.id));
+  const reasons = await explainFenceFailures(db, organizationId, refused.filter((item) => isUuid(item.id)));
+  return items.map((item): CompleteOutcome => {
+    const row = done.get(item.id);
+    if (row) return { id: item.id, ok: true, queueName: row.queue_name, startedAt: row.started_at, completedAt: row.completed_at };
+    return { id: item.id, ok: false, reason: reasons.get(item.id) ?? (isUuid(item.id) ? 'lease_mismatch' : 'not_found') };
+  });
+}

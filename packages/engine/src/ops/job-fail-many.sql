@@ -1,0 +1,55 @@
+-- Fails a batch of jobs, fenced like complete. With retries left (and the
+-- failure retryable) the same row goes back to pending with a later
+-- scheduled_at from spool.backoff_ms and the queue's backoff settings;
+-- otherwise it is dead-lettered with a dead_letter_queue row. A job whose
+-- cancellation was requested while it ran ends cancelled instead.
+WITH input AS (
+  SELECT * FROM unnest($2::uuid[], $3::text[], $4::uuid[], $5::text[], $6::boolean[])
+         AS t(id, worker_id, lease_id, error, retryable)
+),
+target AS (
+  SELECT j.id, j.lease_id AS held_lease_id, i.worker_id, i.error,
+         CASE WHEN j.cancel_requested_at IS NOT NULL THEN 'cancelled'
+              WHEN i.retryable AND j.retry_count < j.max_retries THEN 'pending'
+              ELSE 'deadletter' END AS next_status,
+         spool.backoff_ms(j.retry_count,
+                          coalesce(qc.backoff_base_ms, 1000),
+                          coalesce(qc.backoff_max_ms, 60000),
+                          coalesce(qc.backoff_jitter_ms, 500)) AS delay_ms
+  FROM spool.jobs j
+  JOIN input i ON i.id = j.id
+  LEFT JOIN spool.queue_config qc ON qc.organization_id = j.organization_id AND qc.queue_name = j.queue_name
+  WHERE j.organization_id = $1
+    AND j.status = 'processing'
+    AND j.assigned_worker_id = i.worker_id
+    AND (i.lease_id IS NULL OR j.lease_id = i.lease_id)
+  FOR UPDATE OF j
+),
+updated AS (
+  UPDATE spool.jobs j
+  SET status = t.next_status,
+      retry_count = CASE WHEN t.next_status = 'pending' THEN j.retry_count + 1 ELSE j.retry_count END,
+      last_error = t.error,
+      scheduled_at = CASE WHEN t.next_status = 'pending' THEN now() + t.delay_ms * interval '1 millisecond' ELSE j.scheduled_at END,
+      completed_at = CASE WHEN t.next_status = 'pending' THEN NULL ELSE now() END,
+      assigned_worker_id = CASE WHEN t.next_status = 'pending' THEN NULL ELSE j.assigned_worker_id END,
+      lease_id = NULL,
+      lease_expires_at = NULL,
+      updated_at = now()
+  FROM target t
+  WHERE j.id = t.id
+  RETURNING j.id, j.organization_id, j.queue_name, j.status, j.retry_count, j.scheduled_at, j.payload,
+            j.workflow_id, j.completion_webhook, t.held_lease_id, t.worker_id, t.error
+),
+dlq AS (
+  INSERT INTO spool.dead_letter_queue (organization_id, job_id, queue_name, payload, error, retry_count)
+  SELECT organization_id, id, queue_name, payload, error, retry_count FROM updated WHERE status = 'deadletter'
+  ON CONFLICT (job_id) DO NOTHING
+),
+history AS (
+  INSERT INTO spool.job_history (organization_id, job_id, queue_name, event, from_status, to_status, worker_id, lease_id, message)
+  SELECT organization_id, id, queue_name, CASE WHEN status = 'pending' THEN 'fail_retry' ELSE 'fail_final' END,
+         'processing', status, worker_id, held_lease_id, error
+  FROM updated
+)
+SELECT id, queue_name, status, retry_count, scheduled_at, workflow_id, completion_webhook FROM updated;

@@ -1,0 +1,38 @@
+-- Inserts a batch of jobs (any organizations, any queues) in one statement.
+-- Idempotency: (organization_id, idempotency_key) resolves to one job. ON
+-- CONFLICT DO UPDATE (a no-op write) makes a concurrent duplicate wait for
+-- the first insert and then return its row, so there is no race window;
+-- xmax = 0 tells a fresh insert from a hit. Callers dedupe keys within a batch.
+-- One pg_notify for the whole statement (never per row): DESIGN §8.
+WITH input AS (
+  SELECT *
+  FROM unnest($1::uuid[], $2::uuid[], $3::text[], $4::text[], $5::int[], $6::int[], $7::int[],
+              $8::timestamptz[], $9::timestamptz[], $10::text[], $11::text[], $12::uuid[], $13::text[])
+       AS t(id, organization_id, queue_name, payload, priority, max_retries, timeout_seconds,
+            scheduled_at, expires_at, idempotency_key, tags, parent_job_id, completion_webhook)
+),
+inserted AS (
+  INSERT INTO spool.jobs AS j (id, organization_id, queue_name, status, payload, priority, max_retries,
+                               timeout_seconds, scheduled_at, expires_at, idempotency_key, tags,
+                               parent_job_id, completion_webhook)
+  SELECT id, organization_id, queue_name,
+         CASE WHEN scheduled_at > now() THEN 'scheduled' ELSE 'pending' END,
+         payload::jsonb, priority, max_retries, timeout_seconds, scheduled_at, expires_at,
+         idempotency_key, tags::jsonb, parent_job_id, completion_webhook
+  FROM input
+  ON CONFLICT (organization_id, idempotency_key) WHERE idempotency_key IS NOT NULL
+  DO UPDATE SET idempotency_key = EXCLUDED.idempotency_key
+  RETURNING j.id, j.organization_id, j.queue_name, j.status, j.idempotency_key, j.scheduled_at, (j.xmax = 0) AS created
+),
+history AS (
+  INSERT INTO spool.job_history (organization_id, job_id, queue_name, event, from_status, to_status)
+  SELECT organization_id, id, queue_name, 'create', NULL, status FROM inserted WHERE created
+)
+SELECT i.id, i.organization_id, i.idempotency_key, i.status, i.created,
+       (SELECT pg_notify('spool_jobs', json_build_object(
+                 'q', CASE WHEN count(DISTINCT (organization_id, queue_name)) > 50 THEN NULL
+                           ELSE array_agg(DISTINCT organization_id::text || ':' || queue_name) FILTER (WHERE status = 'pending') END,
+                 'all', count(DISTINCT (organization_id, queue_name)) > 50,
+                 's', (extract(epoch FROM min(scheduled_at) FILTER (WHERE status = 'scheduled')) * 1000)::bigint)::text)
+          FROM inserted WHERE created HAVING count(*) > 0) IS NOT NULL AS notified
+FROM inserted i;

@@ -1,0 +1,86 @@
+import type { JobStatus } from '@spool/protocol';
+import type { Queryable } from '../db.js';
+import { run, sqlFile } from '../db.js';
+import { uuidv7 } from '../ids.js';
+
+const statement = sqlFile(import.meta.url, './job-insert-many.sql');
+
+export interface NewJob {
+  organizationId: string;
+  queueName: string;
+  payload: unknown;
+  priority?: number;
+  maxRetries?: number;
+  timeoutSeconds?: number;
+  scheduledAt?: Date | null;
+  expiresAt?: Date | null;
+  idempotencyKey?: string | null;
+  tags?: Record<string, unknown> | null;
+  parentJobId?: string | null;
+  completionWebhook?: string | null;
+}
+
+export interface InsertedJob {
+  id: string;
+  created: boolean;
+  status: JobStatus;
+}
+
+/**
+ * Inserts jobs in one statement and returns one result per input, in input
+ * order. A job whose (organization, idempotency key) already exists, in the
+ * table or earlier in this batch, resolves to that job with `created: false`.
+ */
+export async function jobInsertMany(db: Queryable, jobs: NewJob[]): Promise<InsertedJob[]> {
+  if (jobs.length === 0) return [];
+  const firstByKey = new Map<string, number>();
+  const sent: { job: NewJob; id: string; index: number }[] = [];
+  const aliasOf: (number | undefined)[] = [];
+  jobs.forEach((job, index) => {
+    if (job.idempotencyKey) {
+      const key = `${job.organizationId}\u0000${job.idempotencyKey}`;
+      const first = firstByKey.get(key);
+      if (first !== undefined) {
+        aliasOf[index] = first;
+        return;
+      }
+      firstByKey.set(key, index);
+    }
+    sent.push({ job, id: uuidv7(), index });
+  });
+
+  const rows = await run<{ id: string; organization_id: string; idempotency_key: string | null; status: JobStatus; created: boolean }>(
+    db,
+    statement,
+    [
+      sent.map((s) => s.id),
+      sent.map((s) => s.job.organizationId),
+      sent.map((s) => s.job.queueName),
+      sent.map((s) => JSON.stringify(s.job.payload ?? null)),
+      sent.map((s) => s.job.priority ?? 0),
+      sent.map((s) => s.job.maxRetries ?? 3),
+      sent.map((s) => s.job.timeoutSeconds ?? 300),
+      sent.map((s) => s.job.scheduledAt ?? null),
+      sent.map((s) => s.job.expiresAt ?? null),
+      sent.map((s) => s.job.idempotencyKey ?? null),
+      sent.map((s) => (s.job.tags == null ? null : JSON.stringify(s.job.tags))),
+      sent.map((s) => s.job.parentJobId ?? null),
+      sent.map((s) => s.job.completionWebhook ?? null),
+    ],
+  );
+
+  const byId = new Map(rows.map((row) => [row.id, row]));
+  const byKey = new Map(rows.filter((row) => row.idempotency_key !== null).map((row) => [`${row.organization_id}\u0000${row.idempotency_key}`, row]));
+  const results: InsertedJob[] = new Array(jobs.length);
+  for (const s of sent) {
+    const row = s.job.idempotencyKey ? byKey.get(`${s.job.organizationId}\u0000${s.job.idempotencyKey}`) : byId.get(s.id);
+    if (!row) throw new Error(`job insert returned no row for input ${s.index}`);
+    results[s.index] = { id: row.id, created: row.created, status: row.status };
+  }
+  aliasOf.forEach((first, index) => {
+    if (first === undefined) return;
+    const original = results[first]!;
+    results[index] = { id: original.id, created: false, status: original.status };
+  });
+  return results;
+}

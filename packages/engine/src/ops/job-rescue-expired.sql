@@ -1,0 +1,39 @@
+-- Lease reaper: processing jobs whose lease ran out go back to pending with
+-- retry_count + 1, or to the dead-letter queue when retries are exhausted
+-- (CONTRACT §3.5). Bounded batch; SKIP LOCKED lets replicas overlap safely.
+WITH expired AS (
+  SELECT id, lease_id, assigned_worker_id
+  FROM spool.jobs
+  WHERE status = 'processing' AND lease_expires_at < now()
+  ORDER BY lease_expires_at
+  LIMIT $1
+  FOR UPDATE SKIP LOCKED
+),
+rescued AS (
+  UPDATE spool.jobs j
+  SET status = CASE WHEN j.retry_count < j.max_retries THEN 'pending' ELSE 'deadletter' END,
+      retry_count = CASE WHEN j.retry_count < j.max_retries THEN j.retry_count + 1 ELSE j.retry_count END,
+      last_error = 'Lease expired (worker timeout)',
+      completed_at = CASE WHEN j.retry_count < j.max_retries THEN NULL ELSE now() END,
+      assigned_worker_id = CASE WHEN j.retry_count < j.max_retries THEN NULL ELSE j.assigned_worker_id END,
+      lease_id = NULL,
+      lease_expires_at = NULL,
+      updated_at = now()
+  FROM expired e
+  WHERE j.id = e.id
+  RETURNING j.id, j.organization_id, j.queue_name, j.status, j.retry_count, j.payload, j.last_error,
+            e.lease_id AS held_lease_id, e.assigned_worker_id AS held_worker_id
+),
+dlq AS (
+  INSERT INTO spool.dead_letter_queue (organization_id, job_id, queue_name, payload, error, retry_count)
+  SELECT organization_id, id, queue_name, payload, last_error, retry_count FROM rescued WHERE status = 'deadletter'
+  ON CONFLICT (job_id) DO NOTHING
+),
+history AS (
+  INSERT INTO spool.job_history (organization_id, job_id, queue_name, event, from_status, to_status, worker_id, lease_id, message)
+  SELECT organization_id, id, queue_name, 'lease_expired', 'processing', status, held_worker_id, held_lease_id, last_error FROM rescued
+)
+SELECT r.id, r.organization_id, r.queue_name, r.status,
+       (SELECT pg_notify('spool_jobs', json_build_object('q', array_agg(DISTINCT organization_id::text || ':' || queue_name))::text)
+          FROM rescued WHERE status = 'pending' HAVING count(*) > 0) IS NOT NULL AS notified
+FROM rescued r;

@@ -1,0 +1,43 @@
+-- Puts failed or dead-lettered jobs back to pending, claimable now. Used by
+-- the manual retry ($5 = false: retry_count + 1, CONTRACT §3.3) and by the
+-- DLQ replay ($5 = true: retry_count reset to 0, CONTRACT §3.6). Selection:
+-- the given ids ($2), else the oldest $4 of queue $3, else of the organization.
+WITH target AS (
+  SELECT id, status
+  FROM spool.jobs
+  WHERE organization_id = $1
+    AND status = ANY($6::text[])
+    AND ($2::uuid[] IS NULL OR id = ANY($2::uuid[]))
+    AND ($3::text IS NULL OR queue_name = $3::text)
+  ORDER BY created_at ASC, id ASC
+  LIMIT $4
+  FOR UPDATE SKIP LOCKED
+),
+retried AS (
+  UPDATE spool.jobs j
+  SET status = 'pending',
+      retry_count = CASE WHEN $5::boolean THEN 0 ELSE j.retry_count + 1 END,
+      last_error = NULL,
+      scheduled_at = NULL,
+      completed_at = NULL,
+      result = NULL,
+      assigned_worker_id = NULL,
+      lease_id = NULL,
+      lease_expires_at = NULL,
+      cancel_requested_at = NULL,
+      updated_at = now()
+  FROM target t
+  WHERE j.id = t.id
+  RETURNING j.*, t.status AS from_status
+),
+unlisted AS (
+  DELETE FROM spool.dead_letter_queue d USING retried r WHERE d.job_id = r.id
+),
+history AS (
+  INSERT INTO spool.job_history (organization_id, job_id, queue_name, event, from_status, to_status)
+  SELECT organization_id, id, queue_name, 'retry', from_status, 'pending' FROM retried
+)
+SELECT r.*,
+       (SELECT pg_notify('spool_jobs', json_build_object('q', array_agg(DISTINCT organization_id::text || ':' || queue_name))::text)
+          FROM retried HAVING count(*) > 0) IS NOT NULL AS notified
+FROM retried r;

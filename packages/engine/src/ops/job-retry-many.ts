@@ -1,0 +1,27 @@
+import { LIMITS, clamp, type JobStatus } from '@spool/protocol';
+import type { Queryable } from '../db.js';
+import { run, sqlFile } from '../db.js';
+import { isUuid } from '../ids.js';
+import type { JobRow } from '../types.js';
+
+const statement = sqlFile(import.meta.url, './job-retry-many.sql');
+
+export interface RetryParams {
+  organizationId: string;
+  /** Explicit jobs; when absent, the oldest `limit` matching jobs. */
+  ids?: string[] | null;
+  queueName?: string | null;
+  limit?: number;
+  /** DLQ replay resets retry_count to 0; a manual retry counts one more attempt. */
+  resetRetryCount: boolean;
+  /** Which statuses may be retried. */
+  from: readonly JobStatus[];
+}
+
+/** Moves failed/dead-lettered jobs back to pending, claimable at once. Returns the updated rows. */
+export async function jobRetryMany(db: Queryable, params: RetryParams): Promise<JobRow[]> {
+  const ids = params.ids == null ? null : params.ids.filter(isUuid);
+  if (ids !== null && ids.length === 0) return [];
+  const limit = clamp(Math.trunc(params.limit ?? ids?.length ?? LIMITS.claimLimitMax), 1, 10_000);
+  return run<JobRow>(db, statement, [params.organizationId, ids, params.queueName ?? null, limit, params.resetRetryCount, params.from]);
+}

@@ -1,0 +1,53 @@
+import type { JobStatus } from '@spool/protocol';
+
+/** A row of spool.jobs as node-postgres returns it. */
+export interface JobRow {
+  id: string;
+  organization_id: string;
+  queue_name: string;
+  status: JobStatus;
+  payload: unknown;
+  result: unknown;
+  retry_count: number;
+  max_retries: number;
+  last_error: string | null;
+  created_at: Date;
+  scheduled_at: Date | null;
+  started_at: Date | null;
+  completed_at: Date | null;
+  expires_at: Date | null;
+  priority: number;
+  tags: Record<string, unknown> | null;
+  timeout_seconds: number;
+  parent_job_id: string | null;
+  completion_webhook: string | null;
+  assigned_worker_id: string | null;
+  lease_id: string | null;
+  lease_expires_at: Date | null;
+  idempotency_key: string | null;
+  updated_at: Date;
+  workflow_id: string | null;
+  workflow_key: string | null;
+  dependency_mode: 'all' | 'any' | null;
+  dependencies_met: boolean | null;
+  cancel_requested_at: Date | null;
+}
+
+export interface QueueConfigRow {
+  id: string;
+  organization_id: string;
+  queue_name: string;
+  max_retries: number;
+  default_timeout: number;
+  rate_limit: number | null;
+  enabled: boolean;
+  paused_at: Date | null;
+  pause_reason: string | null;
+  backoff_base_ms: number;
+  backoff_max_ms: number;
+  backoff_jitter_ms: number;
+  concurrency_limit: number | null;
+  settings: Record<string, unknown>;
+  created_at: Date;
+  updated_at: Date;
+}

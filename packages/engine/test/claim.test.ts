@@ -1,0 +1,124 @@
+import assert from 'node:assert/strict';
+import { after, before, describe, it } from 'node:test';
+import pg from 'pg';
+import { jobClaim, jobInsertMany, queuePause, queueResume } from '@spool/engine';
+import { createOrganization, createTestDatabase, type TestDatabase } from '../../../test-support/db.js';
+
+let t: TestDatabase;
+let org: string;
+
+before(async () => {
+  t = await createTestDatabase('claim');
+  org = await createOrganization(t.pool);
+});
+after(async () => t.drop());
+
+describe('jobClaim', () => {
+  it('hands each of 10,000 jobs to exactly one of 20 concurrent claimers on separate connections', async () => {
+    const queue = 'exactly-once';
+    const total = 10_000;
+    for (let offset = 0; offset < total; offset += 1000) {
+      await jobInsertMany(t.pool, Array.from({ length: 1000 }, (_, i) => ({ organizationId: org, queueName: queue, payload: { n: offset + i } })));
+    }
+    const seen = new Map<string, string>();
+    const duplicates: string[] = [];
+    await Promise.all(Array.from({ length: 20 }, async (_, w) => {
+      const client = new pg.Client({ connectionString: t.url });
+      await client.connect();
+      try {
+        for (;;) {
+          const jobs = await jobClaim(client, { organizationId: org, queueName: queue, workerId: `w${w}`, limit: 25, leaseSeconds: 60 });
+          if (jobs.length === 0) break;
+          for (const job of jobs) {
+            if (seen.has(job.id)) duplicates.push(job.id);
+            seen.set(job.id, `w${w}`);
+          }
+        }
+      } finally {
+        await client.end();
+      }
+    }));
+    assert.deepEqual(duplicates, []);
+    assert.equal(seen.size, total);
+    const rows = await t.pool.query<{ status: string; count: number }>(`SELECT status, count(*)::int AS count FROM spool.jobs WHERE queue_name = $1 GROUP BY status`, [queue]);
+    assert.deepEqual(rows.rows, [{ status: 'processing', count: total }]);
+    const claims = await t.pool.query<{ count: number }>(`SELECT count(*)::int AS count FROM spool.job_history WHERE queue_name = $1 AND event = 'claim'`, [queue]);
+    assert.equal(claims.rows[0]!.count, total);
+  });
+
+  it('orders by priority descending, then by age', async () => {
+    const queue = 'ordering';
+    const inserted = [];
+    for (const priority of [0, 5, -3, 5, 0, 100]) {
+      const [job] = await jobInsertMany(t.pool, [{ organizationId: org, queueName: queue, payload: { priority }, priority }]);
+      inserted.push({ id: job!.id, priority });
+    }
+    const claimed = await jobClaim(t.pool, { organizationId: org, queueName: queue, workerId: 'w', limit: 100, leaseSeconds: 30 });
+    const expected = [...inserted].sort((a, b) => b.priority - a.priority).map((j) => j.id);
+    assert.deepEqual(claimed.map((j) => j.id), expected);
+  });
+
+  it('gives each claimed job a distinct lease id and a lease within 5..3600 s', async () => {
+    const queue = 'leases';
+    await jobInsertMany(t.pool, [1, 2, 3].map((n) => ({ organizationId: org, queueName: queue, payload: n })));
+    const claimed = await jobClaim(t.pool, { organizationId: org, queueName: queue, workerId: 'w', limit: 3, leaseSeconds: 1 });
+    assert.equal(new Set(claimed.map((j) => j.lease_id)).size, 3);
+    for (const job of claimed) {
+      const seconds = (job.lease_expires_at!.getTime() - Date.now()) / 1000;
+      assert.ok(seconds > 3 && seconds <= 5.5, `lease clamped to 5 s, got ${seconds}`);
+      assert.equal(job.assigned_worker_id, 'w');
+      assert.ok(job.started_at);
+    }
+  });
+
+  it('does not claim a scheduled job before its time, and claims it within 100 ms after', async () => {
+    const queue = 'scheduled';
+    const at = new Date(Date.now() + 700);
+    const [job] = await jobInsertMany(t.pool, [{ organizationId: org, queueName: queue, payload: {}, scheduledAt: at }]);
+    assert.equal(job!.status, 'scheduled');
+    const { ScheduledPromoter } = await import('@spool/engine');
+    const promoter = new ScheduledPromoter(t.pool);
+    promoter.start();
+    try {
+      let claimedAt = 0;
+      while (Date.now() < at.getTime() + 1000) {
+        const claimed = await jobClaim(t.pool, { organizationId: org, queueName: queue, workerId: 'w', limit: 1, leaseSeconds: 30 });
+        if (claimed.length > 0) {
+          claimedAt = Date.now();
+          break;
+        }
+        await new Promise((r) => setTimeout(r, 5));
+      }
+      assert.ok(claimedAt > 0, 'the job was claimed');
+      assert.ok(claimedAt >= at.getTime(), `claimed ${at.getTime() - claimedAt} ms early`);
+      assert.ok(claimedAt - at.getTime() <= 100, `claimed ${claimedAt - at.getTime()} ms after its time`);
+    } finally {
+      await promoter.stop();
+    }
+  });
+
+  it('yields nothing from a paused queue and yields again once resumed', async () => {
+    const queue = 'pausable';
+    await jobInsertMany(t.pool, [{ organizationId: org, queueName: queue, payload: {} }]);
+    await queuePause(t.pool, org, queue, 'maintenance');
+    assert.deepEqual(await jobClaim(t.pool, { organizationId: org, queueName: queue, workerId: 'w', limit: 10, leaseSeconds: 30 }), []);
+    const resumed = await queueResume(t.pool, org, queue);
+    assert.ok(resumed && resumed.enabled);
+    const claimed = await jobClaim(t.pool, { organizationId: org, queueName: queue, workerId: 'w', limit: 10, leaseSeconds: 30 });
+    assert.equal(claimed.length, 1);
+  });
+
+  it('never claims an expired job', async () => {
+    const queue = 'expiring';
+    await jobInsertMany(t.pool, [{ organizationId: org, queueName: queue, payload: {}, expiresAt: new Date(Date.now() + 150) }]);
+    await new Promise((r) => setTimeout(r, 250));
+    assert.deepEqual(await jobClaim(t.pool, { organizationId: org, queueName: queue, workerId: 'w', limit: 10, leaseSeconds: 30 }), []);
+  });
+
+  it('only claims jobs of the given organization and queue', async () => {
+    const other = await createOrganization(t.pool);
+    await jobInsertMany(t.pool, [{ organizationId: other, queueName: 'shared-name', payload: {} }]);
+    assert.deepEqual(await jobClaim(t.pool, { organizationId: org, queueName: 'shared-name', workerId: 'w', limit: 10, leaseSeconds: 30 }), []);
+    assert.equal((await jobClaim(t.pool, { organizationId: other, queueName: 'shared-name', workerId: 'w', limit: 10, leaseSeconds: 30 })).length, 1);
+  });
+});

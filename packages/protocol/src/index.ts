@@ -1,0 +1,3 @@
+export * from './job-status.js';
+export * from './errors.js';
+export * from './limits.js';

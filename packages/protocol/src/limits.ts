@@ -1,0 +1,27 @@
+/** Field limits shared by the API edge, the engine and the SDK (CONTRACT §1.8, §3.4). */
+export const LIMITS = {
+  queueNameMax: 100,
+  priorityMin: -100,
+  priorityMax: 100,
+  maxRetriesMin: 0,
+  maxRetriesMax: 100,
+  timeoutSecondsMin: 1,
+  timeoutSecondsMax: 86_400,
+  idempotencyKeyMax: 255,
+  payloadBytesMax: 1024 * 1024,
+  tagsBytesMax: 64 * 1024,
+  leaseSecondsMin: 5,
+  leaseSecondsMax: 3600,
+  leaseSecondsDefault: 30,
+  claimLimitMax: 100,
+  errorMessageMax: 4096,
+  bulkJobsMax: 1000,
+  waitMsMax: 30_000,
+} as const;
+
+export const QUEUE_NAME_PATTERN = /^[A-Za-z0-9_][A-Za-z0-9_.-]{0,99}$/;
+
+/** Clamp into [min, max]; used where the contract says "clamped, not rejected". */
+export function clamp(value: number, min: number, max: number): number {
+  return Math.min(max, Math.max(min, value));
+}

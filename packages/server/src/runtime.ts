@@ -14,6 +14,8 @@ import {
 import { buildApp } from './app.js';
 import type { Config } from './config.js';
 import { startEmbeddedPostgres, type EmbeddedPostgres } from './embedded-postgres.js';
+import { TokenService } from './http/jwt.js';
+import { VERSION } from './version.js';
 
 export interface RunningSpool {
   /** Base URL of the HTTP listener, e.g. http://127.0.0.1:8080 */
@@ -63,7 +65,8 @@ export async function startSpool(config: Config, options: StartOptions = {}): Pr
     services.push(notifier as unknown as Service, promoter, new LeaseReaper(db, { log }), new JobExpirer(db, { log }));
     for (const service of services.slice(1)) await service.start();
 
-    const app = await buildApp({ db, notifier, config, logger, startedAt: new Date() });
+    const tokens = await TokenService.create(db, config.jwtSecret);
+    const app = await buildApp({ db, notifier, config, logger, tokens, startedAt: new Date(), version: VERSION });
     const address = await app.listen({ host: config.host, port: config.port });
     const url = address.replace('0.0.0.0', '127.0.0.1').replace('[::]', '127.0.0.1');
     logger.info({ url }, 'Spool is listening');

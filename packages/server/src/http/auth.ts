@@ -1,0 +1,93 @@
+import type { FastifyInstance, FastifyRequest } from 'fastify';
+import { AccessDeniedError, AuthenticationError } from '@spool/protocol';
+import { apiKeyAuthenticate, apiKeyById, apiKeyTouch, isUuid, type ApiKeyIdentity, type Db } from '@spool/engine';
+import type { TokenClaims, TokenService } from './jwt.js';
+
+/** Who is calling: always derived from the credential, never from the request body. */
+export interface AuthContext {
+  organizationId: string;
+  apiKeyId: string;
+  /** [] or containing "*" = every queue. */
+  queues: string[];
+  rateLimit: number | null;
+  planTier: string;
+  via: 'api_key' | 'jwt';
+  /** Set when authenticated by an access token. */
+  token: TokenClaims | null;
+}
+
+declare module 'fastify' {
+  interface FastifyRequest {
+    auth: AuthContext | null;
+  }
+}
+
+/** Extracts the bearer credential, or null. */
+export function bearer(request: FastifyRequest): string | null {
+  const header = request.headers.authorization;
+  if (typeof header !== 'string') return null;
+  const match = /^Bearer\s+(\S+)\s*$/i.exec(header);
+  return match ? match[1]! : null;
+}
+
+function usable(key: ApiKeyIdentity | null): key is ApiKeyIdentity {
+  return key !== null && key.is_active && key.plan_tier !== 'deleted' && (key.expires_at === null || key.expires_at.getTime() > Date.now());
+}
+
+const TOUCH_INTERVAL_MS = 60_000;
+
+/**
+ * Resolves an API key or access JWT to an AuthContext, or throws a 401.
+ * Refresh tokens are refused as bearer credentials; a token whose key was
+ * revoked, or whose jti was revoked by logout, fails at once.
+ */
+export async function authenticate(db: Db, tokens: TokenService, credential: string | null): Promise<AuthContext> {
+  if (!credential) throw new AuthenticationError('Missing credentials: send Authorization: Bearer <api key or access token>');
+  if (credential.startsWith('eyJ')) {
+    const verified = await tokens.verify(credential);
+    if (!verified.ok) throw new AuthenticationError(verified.reason);
+    const claims = verified.claims;
+    if (claims.token_type !== 'access') throw new AuthenticationError('Refresh tokens cannot authenticate requests; exchange it at /api/v1/auth/refresh');
+    const [key, revoked] = await Promise.all([
+      apiKeyById(db, claims.api_key_id),
+      isUuid(claims.jti) ? db.query('SELECT 1 FROM spool.revoked_tokens WHERE jti = $1', [claims.jti]) : Promise.resolve({ rowCount: 1 }),
+    ]);
+    if (revoked.rowCount) throw new AuthenticationError('Token has been revoked');
+    if (!usable(key) || key.organization_id !== claims.org_id) throw new AuthenticationError('The API key behind this token is no longer active');
+    return { organizationId: key.organization_id, apiKeyId: key.id, queues: key.queues, rateLimit: key.rate_limit, planTier: key.plan_tier, via: 'jwt', token: claims };
+  }
+  if (!credential.startsWith('sk_') && !credential.startsWith('sp_')) throw new AuthenticationError('Invalid API key');
+  const key = await apiKeyAuthenticate(db, credential);
+  if (!key) throw new AuthenticationError('Invalid API key');
+  if (!key.is_active) throw new AuthenticationError('API key has been revoked');
+  if (key.expires_at !== null && key.expires_at.getTime() <= Date.now()) throw new AuthenticationError('API key has expired');
+  if (key.plan_tier === 'deleted') throw new AuthenticationError('Organization has been deleted');
+  if (key.last_used === null || Date.now() - key.last_used.getTime() > TOUCH_INTERVAL_MS) {
+    apiKeyTouch(db, key.id).catch(() => {});
+  }
+  return { organizationId: key.organization_id, apiKeyId: key.id, queues: key.queues, rateLimit: key.rate_limit, planTier: key.plan_tier, via: 'api_key', token: null };
+}
+
+/** Adds authentication to every route of an encapsulated scope. */
+export function requireAuth(app: FastifyInstance, db: Db, tokens: TokenService): void {
+  app.addHook('onRequest', async (request) => {
+    request.auth = await authenticate(db, tokens, bearer(request));
+  });
+}
+
+/** The caller's auth context inside an authenticated scope. */
+export function authOf(request: FastifyRequest): AuthContext {
+  if (!request.auth) throw new AuthenticationError();
+  return request.auth;
+}
+
+/** True when the key may use `queue` ([] or "*" = all queues; "prefix*" matches a prefix). */
+export function queueAllowed(auth: AuthContext, queue: string): boolean {
+  if (auth.queues.length === 0) return true;
+  return auth.queues.some((pattern) => pattern === '*' || pattern === queue || (pattern.endsWith('*') && queue.startsWith(pattern.slice(0, -1))));
+}
+
+/** 403 unless the key may use `queue`. */
+export function assertQueueAllowed(auth: AuthContext, queue: string): void {
+  if (!queueAllowed(auth, queue)) throw new AccessDeniedError(`This API key may not use queue "${queue}"`);
+}

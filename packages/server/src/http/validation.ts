@@ -1,0 +1,53 @@
+import { Ajv, type ErrorObject } from 'ajv';
+import addFormatsModule from 'ajv-formats';
+import type { FastifyInstance, FastifySchema } from 'fastify';
+
+// ajv-formats ships CommonJS with a default export.
+const addFormats = addFormatsModule as unknown as (ajv: Ajv) => Ajv;
+
+function makeAjv(coerceTypes: boolean): Ajv {
+  const ajv = new Ajv({
+    coerceTypes,
+    useDefaults: true,
+    removeAdditional: false,
+    allErrors: false,
+    strict: false,
+  });
+  addFormats(ajv);
+  return ajv;
+}
+
+/**
+ * Bodies are validated strictly (a string "5" is not the integer 5: wrong
+ * types are a 400, as the contract requires). Query strings and path params
+ * arrive as strings, so those are coerced.
+ */
+export function installValidators(app: FastifyInstance): void {
+  const strict = makeAjv(false);
+  const coercing = makeAjv(true);
+  app.setValidatorCompiler(({ schema, httpPart }) => {
+    const ajv = httpPart === 'body' ? strict : coercing;
+    return ajv.compile(schema as object) as ReturnType<Parameters<FastifyInstance['setValidatorCompiler']>[0]>;
+  });
+}
+
+/** Turns ajv errors into one message that names the field, e.g. "body.queue_name must NOT have fewer than 1 characters". */
+export function describeValidationError(errors: ErrorObject[] | readonly { instancePath?: string; message?: string; params?: Record<string, unknown>; keyword?: string }[], part: string | undefined): { message: string; field: string | null } {
+  const first = errors[0];
+  if (!first) return { message: 'Invalid request', field: null };
+  const path = (first.instancePath ?? '').replace(/^\//, '').replace(/\//g, '.');
+  const params = (first.params ?? {}) as Record<string, unknown>;
+  if (first.keyword === 'required' && typeof params.missingProperty === 'string') {
+    const field = path ? `${path}.${params.missingProperty}` : params.missingProperty;
+    return { message: `${field} is required`, field };
+  }
+  if (first.keyword === 'additionalProperties' && typeof params.additionalProperty === 'string') {
+    return { message: `${params.additionalProperty} is not allowed here`, field: params.additionalProperty };
+  }
+  const field = path || (part === 'body' ? 'body' : part ?? 'request');
+  let detail = first.message ?? 'is invalid';
+  if (first.keyword === 'enum' && Array.isArray(params.allowedValues)) detail = `must be one of ${params.allowedValues.join(', ')}`;
+  return { message: `${field} ${detail}`, field };
+}
+
+export type RouteSchema = FastifySchema;

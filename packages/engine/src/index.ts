@@ -21,3 +21,5 @@ export * from './services/lease-reaper.js';
 export * from './services/job-expirer.js';
 export * from './ops/api-key.js';
 export * from './ops/organization-create.js';
+export * from './ops/job-read.js';
+export * from './ops/worker.js';

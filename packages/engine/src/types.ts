@@ -51,3 +51,22 @@ export interface QueueConfigRow {
   created_at: Date;
   updated_at: Date;
 }
+
+export type WorkerStatus = 'healthy' | 'degraded' | 'draining' | 'offline';
+
+export interface WorkerRow {
+  id: string;
+  organization_id: string;
+  queue_name: string;
+  queue_names: string[];
+  hostname: string;
+  worker_type: string | null;
+  max_concurrency: number;
+  current_jobs: number;
+  status: WorkerStatus;
+  last_heartbeat: Date;
+  metadata: Record<string, unknown>;
+  version: string | null;
+  registered_at: Date;
+  updated_at: Date;
+}

@@ -4,7 +4,9 @@ import swagger from '@fastify/swagger';
 import swaggerUi from '@fastify/swagger-ui';
 import type { Logger } from 'pino';
 import type { Db, Notifier } from '@spool/engine';
+import type { ClaimWaiters } from './claim-waiters.js';
 import type { Config } from './config.js';
+import type { EnqueueBatcher } from './enqueue-batcher.js';
 import { requireAuth } from './http/auth.js';
 import { installErrorHandler } from './http/errors.js';
 import { installJsonBodyParser } from './http/json-body.js';
@@ -12,6 +14,11 @@ import type { TokenService } from './http/jwt.js';
 import { installValidators } from './http/validation.js';
 import { healthRoutes } from './routes/health.js';
 import { jobRoutes } from './routes/jobs.js';
+import { jobBulkRoutes } from './routes/jobs-bulk.js';
+import { jobDlqRoutes } from './routes/jobs-dlq.js';
+import { jobWorkerRoutes } from './routes/jobs-worker.js';
+import { queueRoutes } from './routes/queues.js';
+import { workerRoutes } from './routes/workers.js';
 
 /** What route handlers need; built once by the runtime. */
 export interface AppContext {
@@ -22,10 +29,21 @@ export interface AppContext {
   tokens: TokenService;
   startedAt: Date;
   version: string;
+  /** Long-polling claims of this process (`wait_ms`), woken by the notifier. */
+  claimWaiters: ClaimWaiters;
+  /** Group commit for single enqueues. */
+  enqueueBatcher: EnqueueBatcher;
 }
 
 /** Route modules behind API-key/JWT authentication, mounted under /api/v1. */
-const AUTHENTICATED_ROUTES: ((app: FastifyInstance, ctx: AppContext) => void)[] = [jobRoutes];
+const AUTHENTICATED_ROUTES: ((app: FastifyInstance, ctx: AppContext) => void)[] = [
+  jobRoutes,
+  jobBulkRoutes,
+  jobWorkerRoutes,
+  jobDlqRoutes,
+  queueRoutes,
+  workerRoutes,
+];
 
 /** Route modules that authenticate themselves (or are public), mounted under /api/v1. */
 const PUBLIC_API_ROUTES: ((app: FastifyInstance, ctx: AppContext) => void)[] = [];
@@ -46,6 +64,9 @@ export async function buildApp(ctx: AppContext): Promise<FastifyInstance> {
   installValidators(app);
   installJsonBodyParser(app);
   installErrorHandler(app);
+  // Before the listener stops and in-flight requests are awaited: waiting
+  // long polls answer now instead of holding shutdown for up to 30 s.
+  app.addHook('preClose', async () => ctx.claimWaiters.close());
   app.addHook('onSend', async (request, reply) => {
     reply.header('x-request-id', request.id);
     reply.header('x-api-version', '1');

@@ -12,6 +12,8 @@ import {
   type Service,
 } from '@spool/engine';
 import { buildApp } from './app.js';
+import { ClaimWaiters } from './claim-waiters.js';
+import { EnqueueBatcher } from './enqueue-batcher.js';
 import type { Config } from './config.js';
 import { startEmbeddedPostgres, type EmbeddedPostgres } from './embedded-postgres.js';
 import { TokenService } from './http/jwt.js';
@@ -66,7 +68,9 @@ export async function startSpool(config: Config, options: StartOptions = {}): Pr
     for (const service of services.slice(1)) await service.start();
 
     const tokens = await TokenService.create(db, config.jwtSecret);
-    const app = await buildApp({ db, notifier, config, logger, tokens, startedAt: new Date(), version: VERSION });
+    const claimWaiters = new ClaimWaiters(notifier);
+    const enqueueBatcher = new EnqueueBatcher(db);
+    const app = await buildApp({ db, notifier, config, logger, tokens, startedAt: new Date(), version: VERSION, claimWaiters, enqueueBatcher });
     const address = await app.listen({ host: config.host, port: config.port });
     const url = address.replace('0.0.0.0', '127.0.0.1').replace('[::]', '127.0.0.1');
     logger.info({ url }, 'Spool is listening');
@@ -80,6 +84,7 @@ export async function startSpool(config: Config, options: StartOptions = {}): Pr
       stop() {
         stopping ??= (async () => {
           await app.close();
+          await enqueueBatcher.drain();
           for (const service of [...services].reverse()) await service.stop();
           await db.end();
           if (embedded) await embedded.stop();

@@ -47,3 +47,47 @@ export async function queueConfigUpsert(db: Queryable, organizationId: string, q
   ]);
   return rows[0]!;
 }
+
+const list = sqlFile(import.meta.url, './queue-list.sql');
+const get = sqlFile(import.meta.url, './queue-get.sql');
+const remove = sqlFile(import.meta.url, './queue-delete.sql');
+const stats = sqlFile(import.meta.url, './queue-stats.sql');
+
+/** Configured queues of the organization, by name. */
+export async function queueList(db: Queryable, organizationId: string, limit = 100): Promise<QueueConfigRow[]> {
+  return run<QueueConfigRow>(db, list, [organizationId, limit]);
+}
+
+/** A queue's config, or null when it has none. */
+export async function queueGet(db: Queryable, organizationId: string, queueName: string): Promise<QueueConfigRow | null> {
+  const rows = await run<QueueConfigRow>(db, get, [organizationId, queueName]);
+  return rows[0] ?? null;
+}
+
+/** `deleted`, or why not: no config row (`not_found`) or unfinished jobs (`busy`). Jobs are never deleted. */
+export async function queueDelete(db: Queryable, organizationId: string, queueName: string): Promise<'deleted' | 'not_found' | 'busy'> {
+  const rows = await run<{ existed: boolean; busy: boolean; deleted: boolean }>(db, remove, [organizationId, queueName]);
+  const row = rows[0]!;
+  if (row.deleted) return 'deleted';
+  return row.existed ? 'busy' : 'not_found';
+}
+
+export interface QueueStatsRow {
+  pending: number;
+  scheduled: number;
+  processing: number;
+  completed_24h: number;
+  failed_24h: number;
+  deadletter_24h: number;
+  avg_processing_ms: number | null;
+  max_job_age_seconds: number | null;
+  active_workers: number;
+  /** null when the queue has no config. */
+  paused: boolean | null;
+}
+
+/** Counts for one queue; zeros for a queue nobody has used. */
+export async function queueStats(db: Queryable, organizationId: string, queueName: string): Promise<QueueStatsRow> {
+  const rows = await run<QueueStatsRow>(db, stats, [organizationId, queueName]);
+  return rows[0]!;
+}

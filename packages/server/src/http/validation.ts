@@ -51,3 +51,21 @@ export function describeValidationError(errors: ErrorObject[] | readonly { insta
 }
 
 export type RouteSchema = FastifySchema;
+
+let itemAjv: Ajv | null = null;
+
+/**
+ * A validator for values inside a body that must be judged one by one (bulk
+ * items: one bad job is reported in `failed`, not a 400 for the whole
+ * request). Same rules as body validation; messages start with `prefix`.
+ */
+export function compileItemValidator(schema: object): (value: unknown, prefix: string) => { ok: true } | { ok: false; message: string; field: string | null } {
+  itemAjv ??= makeAjv(false);
+  const validate = itemAjv.compile(schema);
+  return (value, prefix) => {
+    if (validate(value)) return { ok: true };
+    const { message, field } = describeValidationError(validate.errors ?? [], 'body');
+    const named = field && field !== 'body' ? `${prefix}.${field}` : prefix;
+    return { ok: false, message: field === 'body' ? message.replace(/^body/, prefix) : `${prefix}.${message}`, field: named };
+  };
+}

@@ -1,11 +1,25 @@
 import type { FastifyInstance } from 'fastify';
-import { Type } from 'typebox';
-import { LIMITS, NotFoundError, PayloadTooLargeError, ValidationError } from '@spool/protocol';
-import { isUuid, jobInsertMany, type JobRow } from '@spool/engine';
+import { Type, type Static } from 'typebox';
+import { ConflictError, LIMITS, NotFoundError, PayloadTooLargeError, ValidationError, isJobStatus } from '@spool/protocol';
+import {
+  JOB_ORDER_COLUMNS,
+  isUuid,
+  jobCancelMany,
+  jobGet,
+  jobList,
+  jobRetryMany,
+  jobSetPriority,
+  jobStats,
+  jobStatusMany,
+  type JobOrderColumn,
+  type JobRow,
+  type NewJob,
+} from '@spool/engine';
 import type { AppContext } from '../app.js';
 import { assertQueueAllowed, authOf } from '../http/auth.js';
+import { admitJobs } from '../http/job-admission.js';
 import { DateTime, IdempotencyKey, IdParams, MaxRetries, Priority, QueueName, Tags, TimeoutSeconds, jsonBytes, nullable } from '../wire/common.js';
-import { JobSchema, jobToWire } from '../wire/job.js';
+import { JobSchema, JobSummarySchema, jobSummaryToWire, jobToWire } from '../wire/job.js';
 
 const CreateJobBody = Type.Object({
   queue_name: QueueName,
@@ -20,23 +34,12 @@ const CreateJobBody = Type.Object({
   parent_job_id: Type.Optional(nullable(Type.String({ maxLength: 100 }))),
   completion_webhook: Type.Optional(nullable(Type.String({ maxLength: 2048, format: 'uri' }))),
 });
+type CreateJobBody = Static<typeof CreateJobBody>;
 
-type CreateJobBody = {
-  queue_name: string;
-  payload: unknown;
-  priority?: number;
-  max_retries?: number;
-  timeout_seconds?: number;
-  scheduled_at?: string | null;
-  expires_at?: string | null;
-  idempotency_key?: string | null;
-  tags?: Record<string, unknown> | null;
-  parent_job_id?: string | null;
-  completion_webhook?: string | null;
-};
+const CreatedSchema = Type.Object({ id: Type.String(), created: Type.Boolean() });
 
-/** Checks what JSON Schema cannot: byte sizes and time relations. */
-export function checkJobLimits(body: { payload: unknown; tags?: unknown; scheduled_at?: string | null; expires_at?: string | null }, field = ''): void {
+/** Checks what JSON Schema cannot: byte sizes and time relations. Returns the payload's size in bytes. */
+export function checkJobLimits(body: { payload?: unknown; tags?: unknown; scheduled_at?: string | null; expires_at?: string | null }, field = ''): number {
   if (body.payload === undefined) throw new ValidationError(`${field}payload is required`, { field: `${field}payload` });
   const payloadBytes = jsonBytes(body.payload);
   if (payloadBytes > LIMITS.payloadBytesMax) throw new PayloadTooLargeError(`${field}payload is ${payloadBytes} bytes; the limit is ${LIMITS.payloadBytesMax}`, { field: `${field}payload`, limit: LIMITS.payloadBytesMax });
@@ -44,47 +47,172 @@ export function checkJobLimits(body: { payload: unknown; tags?: unknown; schedul
   if (body.expires_at && body.scheduled_at && Date.parse(body.expires_at) <= Date.parse(body.scheduled_at)) {
     throw new ValidationError(`${field}expires_at must be later than scheduled_at`, { field: `${field}expires_at` });
   }
+  return payloadBytes;
 }
 
-async function loadJob(ctx: AppContext, organizationId: string, id: string): Promise<JobRow> {
-  if (!isUuid(id)) throw new NotFoundError('Job not found');
-  const result = await ctx.db.query<JobRow>('SELECT * FROM spool.jobs WHERE organization_id = $1 AND id = $2', [organizationId, id]);
-  const row = result.rows[0];
-  if (!row) throw new NotFoundError('Job not found');
+/** The engine's input for one validated create body. */
+export function toNewJob(organizationId: string, queueName: string, body: Omit<CreateJobBody, 'queue_name'>): NewJob {
+  return {
+    organizationId,
+    queueName,
+    payload: body.payload,
+    priority: body.priority,
+    maxRetries: body.max_retries,
+    timeoutSeconds: body.timeout_seconds,
+    scheduledAt: body.scheduled_at ? new Date(body.scheduled_at) : null,
+    expiresAt: body.expires_at ? new Date(body.expires_at) : null,
+    idempotencyKey: body.idempotency_key ?? null,
+    tags: body.tags ?? null,
+    parentJobId: body.parent_job_id && isUuid(body.parent_job_id) ? body.parent_job_id : null,
+    completionWebhook: body.completion_webhook ?? null,
+  };
+}
+
+/** A query-string integer, clamped into [min, max]; absent or unreadable → `fallback` (lists clamp, never reject: CONTRACT §1.5). */
+export function queryInt(raw: string | undefined, fallback: number, min: number, max: number): number {
+  if (raw === undefined || raw.trim() === '') return fallback;
+  const value = Number(raw);
+  if (!Number.isFinite(value)) return fallback;
+  return Math.min(max, Math.max(min, Math.trunc(value)));
+}
+
+export async function loadJob(ctx: AppContext, organizationId: string, id: string): Promise<JobRow> {
+  const row = await jobGet(ctx.db, organizationId, id);
+  if (!row) throw new NotFoundError('Job not found', { job_id: id });
   return row;
 }
 
+const ListQuery = Type.Object({
+  queue_name: Type.Optional(Type.String()),
+  status: Type.Optional(Type.String()),
+  tag: Type.Optional(Type.String()),
+  limit: Type.Optional(Type.String()),
+  offset: Type.Optional(Type.String()),
+  order_by: Type.Optional(Type.String()),
+  order_dir: Type.Optional(Type.String()),
+});
+type ListQuery = Static<typeof ListQuery>;
+
+const StatsSchema = Type.Object({
+  pending: Type.Integer(), scheduled: Type.Integer(), processing: Type.Integer(), completed: Type.Integer(),
+  failed: Type.Integer(), deadletter: Type.Integer(), cancelled: Type.Integer(), total: Type.Integer(),
+});
+
+const StatusRowSchema = Type.Object({
+  id: Type.String(), status: Type.String(), queue_name: Type.String(), retry_count: Type.Integer(),
+  created_at: Type.String({ format: 'date-time' }), completed_at: Type.Union([Type.String({ format: 'date-time' }), Type.Null()]),
+});
+
+const BATCH_STATUS_MAX = 100;
+
+/** Jobs: create, read, list, stats, batch status, cancel, retry, priority (CONTRACT §3.3). */
 export function jobRoutes(app: FastifyInstance, ctx: AppContext): void {
   app.post<{ Body: CreateJobBody }>('/jobs', {
     schema: {
       tags: ['jobs'],
       summary: 'Create a job (201; 200 with created:false on an idempotent repeat)',
+      description: 'Concurrent creates are group-committed: they share one INSERT, one NOTIFY and one commit.',
       body: CreateJobBody,
-      response: { 200: Type.Object({ id: Type.String(), created: Type.Boolean() }), 201: Type.Object({ id: Type.String(), created: Type.Boolean() }) },
+      response: { 200: CreatedSchema, 201: CreatedSchema },
     },
   }, async (request, reply) => {
     const auth = authOf(request);
     const body = request.body;
-    checkJobLimits(body);
+    const payloadBytes = checkJobLimits(body);
     assertQueueAllowed(auth, body.queue_name);
-    const [result] = await jobInsertMany(ctx.db, [{
-      organizationId: auth.organizationId,
-      queueName: body.queue_name,
-      payload: body.payload,
-      priority: body.priority,
-      maxRetries: body.max_retries,
-      timeoutSeconds: body.timeout_seconds,
-      scheduledAt: body.scheduled_at ? new Date(body.scheduled_at) : null,
-      expiresAt: body.expires_at ? new Date(body.expires_at) : null,
-      idempotencyKey: body.idempotency_key ?? null,
-      tags: body.tags ?? null,
-      parentJobId: body.parent_job_id && isUuid(body.parent_job_id) ? body.parent_job_id : null,
-      completionWebhook: body.completion_webhook ?? null,
-    }]);
-    return reply.code(result!.created ? 201 : 200).send({ id: result!.id, created: result!.created });
+    await admitJobs(ctx, auth, [{ queueName: body.queue_name, payloadBytes }]);
+    const result = await ctx.enqueueBatcher.enqueue(toNewJob(auth.organizationId, body.queue_name, body));
+    return reply.code(result.created ? 201 : 200).send({ id: result.id, created: result.created });
+  });
+
+  app.get<{ Querystring: ListQuery }>('/jobs', {
+    schema: {
+      tags: ['jobs'],
+      summary: 'List jobs (newest first; limit 1..100 clamped; invalid status or order ignored)',
+      querystring: ListQuery,
+      response: { 200: Type.Array(JobSummarySchema) },
+    },
+  }, async (request) => {
+    const q = request.query;
+    const orderBy = (JOB_ORDER_COLUMNS as readonly string[]).includes(q.order_by ?? '') ? (q.order_by as JobOrderColumn) : undefined;
+    const rows = await jobList(ctx.db, {
+      organizationId: authOf(request).organizationId,
+      queueName: q.queue_name || null,
+      status: isJobStatus(q.status) ? q.status : null,
+      tag: q.tag || null,
+      limit: queryInt(q.limit, 50, 1, 100),
+      offset: queryInt(q.offset, 0, 0, 1_000_000_000),
+      orderBy,
+      orderDir: q.order_dir?.toLowerCase() === 'asc' ? 'asc' : 'desc',
+    });
+    return rows.map(jobSummaryToWire);
+  });
+
+  app.get('/jobs/stats', {
+    schema: { tags: ['jobs'], summary: 'Job counts by status for the organization', response: { 200: StatsSchema } },
+  }, async (request) => jobStats(ctx.db, authOf(request).organizationId));
+
+  app.get<{ Querystring: { ids?: string } }>('/jobs/status', {
+    schema: {
+      tags: ['jobs'],
+      summary: 'Status of up to 100 jobs: ?ids=a,b,c (unknown ids are left out)',
+      querystring: Type.Object({ ids: Type.Optional(Type.String()) }),
+      response: { 200: Type.Array(StatusRowSchema) },
+    },
+  }, async (request) => {
+    const ids = [...new Set((request.query.ids ?? '').split(',').map((id) => id.trim()).filter((id) => id !== ''))];
+    if (ids.length > BATCH_STATUS_MAX) throw new ValidationError(`ids may name at most ${BATCH_STATUS_MAX} jobs (got ${ids.length})`, { field: 'ids' });
+    const rows = await jobStatusMany(ctx.db, authOf(request).organizationId, ids);
+    return rows.map((row) => ({ ...row, created_at: row.created_at.toISOString(), completed_at: row.completed_at?.toISOString() ?? null }));
   });
 
   app.get<{ Params: { id: string } }>('/jobs/:id', {
     schema: { tags: ['jobs'], summary: 'Get a job', params: IdParams, response: { 200: JobSchema } },
   }, async (request) => jobToWire(await loadJob(ctx, authOf(request).organizationId, request.params.id)));
+
+  app.delete<{ Params: { id: string } }>('/jobs/:id', {
+    schema: {
+      tags: ['jobs'],
+      summary: 'Cancel a pending or scheduled job (204)',
+      description: 'A processing job answers 409 CONFLICT with details.cancel_requested = true: Spool marks it, and its worker learns from the next heartbeat (extension). Finished jobs: 409.',
+      params: IdParams,
+    },
+  }, async (request, reply) => {
+    const id = request.params.id.toLowerCase();
+    const outcome = (await jobCancelMany(ctx.db, authOf(request).organizationId, [id])).get(id)!;
+    switch (outcome.outcome) {
+      case 'cancelled':
+        return reply.code(204).send();
+      case 'cancel_requested':
+        throw new ConflictError('Job is processing: cancellation was requested and its worker will be told on its next heartbeat', { job_id: id, status: 'processing', cancel_requested: true });
+      case 'conflict':
+        throw new ConflictError(`Job is ${outcome.previousStatus}: only pending or scheduled jobs can be cancelled`, { job_id: id, status: outcome.previousStatus });
+      default:
+        throw new NotFoundError('Job not found', { job_id: id });
+    }
+  });
+
+  app.post<{ Params: { id: string } }>('/jobs/:id/retry', {
+    schema: { tags: ['jobs'], summary: 'Retry a failed or dead-lettered job now (body ignored)', params: IdParams, response: { 200: JobSchema } },
+  }, async (request) => {
+    const { organizationId } = authOf(request);
+    const [row] = await jobRetryMany(ctx.db, { organizationId, ids: [request.params.id.toLowerCase()], resetRetryCount: false, from: ['failed', 'deadletter'] });
+    if (row) return jobToWire(row);
+    const job = await loadJob(ctx, organizationId, request.params.id);
+    throw new ConflictError(`Job is ${job.status}: only failed or dead-lettered jobs can be retried`, { job_id: job.id, status: job.status });
+  });
+
+  app.put<{ Params: { id: string }; Body: { priority: number } }>('/jobs/:id/priority', {
+    schema: {
+      tags: ['jobs'],
+      summary: 'Change the priority of a pending or scheduled job (else 404)',
+      params: IdParams,
+      body: Type.Object({ priority: Priority }),
+      response: { 200: Type.Object({ job_id: Type.String(), old_priority: Type.Integer(), new_priority: Type.Integer() }) },
+    },
+  }, async (request) => {
+    const changed = await jobSetPriority(ctx.db, authOf(request).organizationId, request.params.id, request.body.priority);
+    if (!changed) throw new NotFoundError('No pending or scheduled job with this id', { job_id: request.params.id });
+    return { job_id: request.params.id, old_priority: changed.oldPriority, new_priority: changed.newPriority };
+  });
 }

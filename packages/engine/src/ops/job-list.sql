@@ -1,0 +1,12 @@
+-- Job summaries of an organization, optionally filtered by queue, status and
+-- tag key. {{order}} is replaced at load time by one entry of the fixed
+-- whitelist in job-read.ts, giving one named statement per ordering (so the
+-- default ordering keeps using jobs_org_created_idx).
+SELECT id, queue_name, status, priority, retry_count, created_at, scheduled_at, started_at, completed_at
+FROM spool.jobs
+WHERE organization_id = $1
+  AND ($2::text IS NULL OR queue_name = $2::text)
+  AND ($3::text IS NULL OR status = $3::text)
+  AND ($4::text IS NULL OR tags ? $4::text)
+ORDER BY {{order}}
+LIMIT $5 OFFSET $6;

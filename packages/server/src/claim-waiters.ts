@@ -1,0 +1,221 @@
+import { JOBS_CHANNEL, parseJobsNotice, type Notifier } from '@spool/engine';
+
+/** Why a wait ended. */
+export type WaitOutcome = 'woken' | 'timeout' | 'closed' | 'aborted';
+
+/**
+ * One long-polling claim waiting for jobs on one `organization:queue`. It is
+ * registered before the claim that may come up empty, so a wakeup that
+ * arrives while that claim runs is kept (the next `wait()` returns at once)
+ * instead of being lost.
+ */
+export class ClaimWaiter {
+  readonly key: string;
+  readonly #owner: ClaimWaiters;
+  #woken = false;
+  #settled = false;
+  #settle: ((outcome: WaitOutcome) => void) | null = null;
+
+  constructor(owner: ClaimWaiters, key: string) {
+    this.#owner = owner;
+    this.key = key;
+  }
+
+  /** True once a wakeup was handed to this waiter. */
+  get woken(): boolean {
+    return this.#woken;
+  }
+
+  /** Resolves when woken, after `timeoutMs`, when the registry closes, or when `signal` aborts. Call once. */
+  wait(timeoutMs: number, signal?: AbortSignal): Promise<WaitOutcome> {
+    if (this.#woken) return Promise.resolve(this.#finish('woken'));
+    if (this.#settled) return Promise.resolve('closed');
+    if (signal?.aborted) return Promise.resolve(this.#finish('aborted'));
+    if (timeoutMs <= 0) return Promise.resolve(this.#finish('timeout'));
+    return new Promise<WaitOutcome>((resolve) => {
+      const timer = setTimeout(() => this.#settle?.('timeout'), timeoutMs);
+      const onAbort = () => this.#settle?.('aborted');
+      signal?.addEventListener('abort', onAbort, { once: true });
+      this.#settle = (outcome) => {
+        this.#settle = null;
+        clearTimeout(timer);
+        signal?.removeEventListener('abort', onAbort);
+        resolve(this.#finish(outcome));
+      };
+    });
+  }
+
+  /** Unregisters without waiting. Returns true when a wakeup had been handed to this waiter and is now unused. */
+  release(): boolean {
+    const hadWake = this.#woken && !this.#settled;
+    this.#finish('closed');
+    return hadWake;
+  }
+
+  /** Called by the registry: hands this waiter a wakeup. */
+  wake(): void {
+    if (this.#settled || this.#woken) return;
+    this.#woken = true;
+    this.#settle?.('woken');
+  }
+
+  /** Called by the registry on close. */
+  close(): void {
+    if (this.#settled) return;
+    if (this.#settle) this.#settle('closed');
+    else this.#finish('closed');
+  }
+
+  #finish(outcome: WaitOutcome): WaitOutcome {
+    this.#settled = true;
+    this.#owner.forget(this);
+    return outcome;
+  }
+}
+
+/**
+ * The per-process registry of long-polling claims (the `wait_ms` extension),
+ * subscribed once to the notifier. A notification naming `org:queue` wakes
+ * exactly ONE waiter of that queue, the longest waiting (pg-boss wakes every
+ * poller, and all but one then find nothing: DESIGN §8); a woken claimer that
+ * fills its whole batch passes the wakeup on (see `claimWithWait`). After a
+ * notifier reconnect, notifications may have been lost, so everyone wakes.
+ */
+export class ClaimWaiters {
+  readonly #byKey = new Map<string, Set<ClaimWaiter>>();
+  #closed = false;
+  #unsubscribe: (() => void) | null = null;
+  /** For metrics and tests: wakeups handed out, notifications seen. */
+  readonly counters = { wakeups: 0, notifications: 0 };
+
+  constructor(notifier?: Pick<Notifier, 'listen'>) {
+    if (notifier) this.#unsubscribe = notifier.listen(JOBS_CHANNEL, (payload) => this.#onNotification(payload));
+  }
+
+  static key(organizationId: string, queueName: string): string {
+    return `${organizationId}:${queueName}`;
+  }
+
+  get closed(): boolean {
+    return this.#closed;
+  }
+
+  /** How many claims are waiting (all queues, or one key). */
+  size(key?: string): number {
+    if (key !== undefined) return this.#byKey.get(key)?.size ?? 0;
+    let n = 0;
+    for (const set of this.#byKey.values()) n += set.size;
+    return n;
+  }
+
+  /** Registers a waiter for `key`. After close, the waiter is already settled and `wait()` answers `closed`. */
+  register(key: string): ClaimWaiter {
+    const waiter = new ClaimWaiter(this, key);
+    if (this.#closed) {
+      waiter.close();
+      return waiter;
+    }
+    let set = this.#byKey.get(key);
+    if (!set) {
+      set = new Set();
+      this.#byKey.set(key, set);
+    }
+    set.add(waiter);
+    return waiter;
+  }
+
+  /** Wakes the longest-waiting claim of `key`; false when nobody waits there. */
+  wakeOne(key: string): boolean {
+    const set = this.#byKey.get(key);
+    if (!set) return false;
+    for (const waiter of set) {
+      set.delete(waiter);
+      if (set.size === 0) this.#byKey.delete(key);
+      this.counters.wakeups += 1;
+      waiter.wake();
+      return true;
+    }
+    return false;
+  }
+
+  /** Wakes every waiting claim. */
+  wakeAll(): void {
+    for (const key of [...this.#byKey.keys()]) while (this.wakeOne(key));
+  }
+
+  /** Releases every waiting claim (they answer with what they have) and refuses new waits: shutdown must not wait out long polls. */
+  close(): void {
+    if (this.#closed) return;
+    this.#closed = true;
+    this.#unsubscribe?.();
+    this.#unsubscribe = null;
+    const all = [...this.#byKey.values()].flatMap((set) => [...set]);
+    this.#byKey.clear();
+    for (const waiter of all) waiter.close();
+  }
+
+  /** Internal: a waiter settled or released. */
+  forget(waiter: ClaimWaiter): void {
+    const set = this.#byKey.get(waiter.key);
+    if (!set) return;
+    set.delete(waiter);
+    if (set.size === 0) this.#byKey.delete(waiter.key);
+  }
+
+  #onNotification(payload: string): void {
+    this.counters.notifications += 1;
+    if (payload === '') {
+      this.wakeAll();
+      return;
+    }
+    const notice = parseJobsNotice(payload);
+    if (notice.all) {
+      for (const key of [...this.#byKey.keys()]) this.wakeOne(key);
+      return;
+    }
+    for (const key of notice.queues ?? []) this.wakeOne(key);
+  }
+}
+
+export interface ClaimWithWaitOptions {
+  key: string;
+  /** 0 = claim once and answer at once (the contract's behaviour). */
+  waitMs: number;
+  /** The claim's batch size: a full batch suggests more jobs are due. */
+  limit: number;
+  /** Aborted when the client goes away: it must not be handed jobs it will never see. */
+  signal?: AbortSignal;
+}
+
+/**
+ * Claims; when nothing is due and `waitMs` > 0, waits for a wakeup of this
+ * queue and claims again, until something is claimed or the time is up.
+ * A wakeup this caller cannot use (it already has jobs, or it is leaving) and
+ * a full batch (more may be due) are passed on to the next waiting claim, so
+ * waking one poller per notification never strands a job.
+ */
+export async function claimWithWait<T>(waiters: ClaimWaiters, options: ClaimWithWaitOptions, claim: () => Promise<T[]>): Promise<T[]> {
+  const deadline = Date.now() + Math.max(0, options.waitMs);
+  for (;;) {
+    if (options.signal?.aborted) return [];
+    const waiter = deadline - Date.now() > 0 && !waiters.closed ? waiters.register(options.key) : null;
+    let jobs: T[];
+    try {
+      jobs = await claim();
+    } catch (err) {
+      if (waiter?.release()) waiters.wakeOne(options.key);
+      throw err;
+    }
+    if (jobs.length > 0 || waiter === null) {
+      const unusedWake = waiter?.release() ?? false;
+      if (unusedWake || jobs.length >= options.limit) waiters.wakeOne(options.key);
+      return jobs;
+    }
+    const outcome = await waiter.wait(deadline - Date.now(), options.signal);
+    if (outcome !== 'woken') return [];
+    if (options.signal?.aborted) {
+      waiters.wakeOne(options.key);
+      return [];
+    }
+  }
+}

@@ -1,0 +1,97 @@
+import type { FastifyInstance } from 'fastify';
+import { Type, type Static } from 'typebox';
+import { LIMITS, SpoolError } from '@spool/protocol';
+import { jobInsertMany, type NewJob } from '@spool/engine';
+import type { AppContext } from '../app.js';
+import { assertQueueAllowed, authOf } from '../http/auth.js';
+import { admitJobs, type JobAdmission } from '../http/job-admission.js';
+import { compileItemValidator } from '../http/validation.js';
+import { DateTime, IdempotencyKey, MaxRetries, Priority, QueueName, Tags, TimeoutSeconds, nullable } from '../wire/common.js';
+import { checkJobLimits, toNewJob } from './jobs.js';
+
+const CONTRACT_BULK_MAX = 100;
+
+/** One bulk item. `max_retries`, `timeout_seconds`, `expires_at` and `tags` per item are extensions. */
+const BulkItem = Type.Object({
+  payload: Type.Unknown(),
+  priority: Type.Optional(Priority),
+  idempotency_key: Type.Optional(nullable(IdempotencyKey)),
+  scheduled_at: Type.Optional(nullable(DateTime)),
+  expires_at: Type.Optional(nullable(DateTime)),
+  max_retries: Type.Optional(MaxRetries),
+  timeout_seconds: Type.Optional(TimeoutSeconds),
+  tags: Type.Optional(nullable(Tags)),
+});
+type BulkItem = Static<typeof BulkItem>;
+
+const BulkBody = Type.Object({
+  queue_name: QueueName,
+  jobs: Type.Array(Type.Unknown(), {
+    minItems: 1,
+    maxItems: LIMITS.bulkJobsMax,
+    description: `The contract allows 1..${CONTRACT_BULK_MAX} jobs; Spool accepts up to ${LIMITS.bulkJobsMax} (extension). Each item: { payload, priority?, idempotency_key?, scheduled_at?, and as extensions max_retries?, timeout_seconds?, expires_at?, tags? }. An invalid item is reported in failed; the rest are inserted.`,
+  }),
+  default_priority: Type.Optional(Priority),
+  default_max_retries: Type.Optional(MaxRetries),
+  default_timeout_seconds: Type.Optional(TimeoutSeconds),
+});
+type BulkBody = Static<typeof BulkBody>;
+
+const BulkResult = Type.Object({
+  succeeded: Type.Array(Type.Object({ index: Type.Integer(), job_id: Type.String(), created: Type.Boolean() })),
+  failed: Type.Array(Type.Object({ index: Type.Integer(), error: Type.String() })),
+  total: Type.Integer(),
+  success_count: Type.Integer(),
+  failure_count: Type.Integer(),
+});
+
+const validateItem = compileItemValidator(BulkItem);
+
+/** POST /jobs/bulk (CONTRACT §3.3): per-item validation, one INSERT for every valid item. */
+export function jobBulkRoutes(app: FastifyInstance, ctx: AppContext): void {
+  app.post<{ Body: BulkBody }>('/jobs/bulk', {
+    schema: {
+      tags: ['jobs'],
+      summary: 'Create many jobs in one statement (1..1000; over 100 is a Spool extension)',
+      body: BulkBody,
+      response: { 200: BulkResult },
+    },
+  }, async (request) => {
+    const auth = authOf(request);
+    const body = request.body;
+    assertQueueAllowed(auth, body.queue_name);
+    const failed: { index: number; error: string }[] = [];
+    const valid: { index: number; job: NewJob }[] = [];
+    const admissions: JobAdmission[] = [];
+    body.jobs.forEach((raw, index) => {
+      const prefix = `jobs[${index}]`;
+      const checked = validateItem(raw, prefix);
+      if (!checked.ok) {
+        failed.push({ index, error: checked.message });
+        return;
+      }
+      const item = raw as BulkItem;
+      try {
+        const payloadBytes = checkJobLimits(item, `${prefix}.`);
+        admissions.push({ queueName: body.queue_name, payloadBytes });
+      } catch (err) {
+        if (!(err instanceof SpoolError)) throw err;
+        failed.push({ index, error: err.message });
+        return;
+      }
+      valid.push({
+        index,
+        job: toNewJob(auth.organizationId, body.queue_name, {
+          ...item,
+          priority: item.priority ?? body.default_priority,
+          max_retries: item.max_retries ?? body.default_max_retries,
+          timeout_seconds: item.timeout_seconds ?? body.default_timeout_seconds,
+        }),
+      });
+    });
+    if (valid.length > 0) await admitJobs(ctx, auth, admissions);
+    const inserted = await jobInsertMany(ctx.db, valid.map((v) => v.job));
+    const succeeded = valid.map((v, i) => ({ index: v.index, job_id: inserted[i]!.id, created: inserted[i]!.created }));
+    return { succeeded, failed, total: body.jobs.length, success_count: succeeded.length, failure_count: failed.length };
+  });
+}

@@ -1,0 +1,256 @@
+import type { FastifyInstance, FastifyReply } from 'fastify';
+import { Type, type Static } from 'typebox';
+import { LIMITS, PayloadTooLargeError, clamp } from '@spool/protocol';
+import { jobClaim, jobCompleteMany, jobFailMany, jobHeartbeat, type FenceFailure } from '@spool/engine';
+import { ClaimWaiters, claimWithWait } from '../claim-waiters.js';
+import type { AppContext } from '../app.js';
+import { assertQueueAllowed, authOf } from '../http/auth.js';
+import { errorBody } from '../http/errors.js';
+import { IdParams, QueueName, jsonBytes, nullable } from '../wire/common.js';
+import { JobSchema, jobToWire } from '../wire/job.js';
+
+const WorkerId = Type.String({ minLength: 1, maxLength: 255 });
+const LeaseId = Type.Optional(nullable(Type.String({ maxLength: 100 })));
+const LeaseSeconds = Type.Integer({ description: `clamped to ${LIMITS.leaseSecondsMin}..${LIMITS.leaseSecondsMax}; default ${LIMITS.leaseSecondsDefault}` });
+/** Up to 1 MiB is accepted; Spool stores the first 4096 characters (CONTRACT §3.4: "longer may be truncated"). */
+const ErrorText = Type.String({ minLength: 1, maxLength: 1024 * 1024, description: `stored truncated to ${LIMITS.errorMessageMax} characters` });
+const Retryable = Type.Optional(Type.Boolean({ description: 'extension: false dead-letters the job at once, whatever retries remain' }));
+
+const ClaimBody = Type.Object({
+  queue_name: QueueName,
+  worker_id: WorkerId,
+  limit: Type.Optional(Type.Integer({ description: `clamped to 1..${LIMITS.claimLimitMax}; default 1` })),
+  lease_duration_secs: Type.Optional(LeaseSeconds),
+  wait_ms: Type.Optional(Type.Integer({
+    minimum: 0,
+    maximum: LIMITS.waitMsMax,
+    description: 'extension (long poll): when nothing is due, wait up to this long for a job to arrive instead of answering [] at once. Default 0.',
+  })),
+});
+type ClaimBody = Static<typeof ClaimBody>;
+
+const CompleteBody = Type.Object({ worker_id: WorkerId, result: Type.Optional(Type.Unknown()), lease_id: LeaseId });
+type CompleteBody = Static<typeof CompleteBody>;
+const FailBody = Type.Object({ worker_id: WorkerId, error: ErrorText, lease_id: LeaseId, retryable: Retryable });
+type FailBody = Static<typeof FailBody>;
+const HeartbeatBody = Type.Object({ worker_id: WorkerId, lease_duration_secs: Type.Optional(LeaseSeconds), lease_id: LeaseId });
+type HeartbeatBody = Static<typeof HeartbeatBody>;
+
+const BATCH_MAX = 1000;
+const BatchCompleteBody = Type.Object({
+  worker_id: WorkerId,
+  items: Type.Array(Type.Object({ job_id: Type.String(), lease_id: LeaseId, result: Type.Optional(Type.Unknown()) }), { minItems: 1, maxItems: BATCH_MAX }),
+});
+type BatchCompleteBody = Static<typeof BatchCompleteBody>;
+const BatchFailBody = Type.Object({
+  worker_id: WorkerId,
+  items: Type.Array(Type.Object({ job_id: Type.String(), lease_id: LeaseId, error: ErrorText, retryable: Retryable }), { minItems: 1, maxItems: BATCH_MAX }),
+});
+type BatchFailBody = Static<typeof BatchFailBody>;
+
+const Success = Type.Object({ success: Type.Boolean() });
+const FailResult = Type.Object({
+  success: Type.Boolean(),
+  will_retry: Type.Boolean({ description: 'extension: the job went back to pending for another attempt' }),
+  status: Type.String({ description: 'extension: the job status after the failure (pending, deadletter or cancelled)' }),
+});
+const HeartbeatResult = Type.Object({
+  success: Type.Boolean(),
+  cancel_requested: Type.Boolean({ description: 'extension: cancellation was requested; stop and report back' }),
+  lease_expires_at: Type.String({ format: 'date-time', description: 'extension: the new lease expiry' }),
+});
+const BatchResult = Type.Object({
+  results: Type.Array(Type.Object({
+    job_id: Type.String(),
+    success: Type.Boolean(),
+    will_retry: Type.Optional(Type.Boolean()),
+    error: Type.Optional(Type.String({ description: 'job_not_found_or_not_owned | lease_expired | duplicate_job_id' })),
+  })),
+});
+
+const NOT_OWNED = 'job_not_found_or_not_owned';
+
+/** The contract's answer for a fenced operation that changed nothing: 404 not owned, 409 stale lease. */
+function refuse(reply: FastifyReply, reason: FenceFailure, jobId: string): FastifyReply {
+  if (reason === 'lease_mismatch') {
+    return reply.code(409).send({ success: false, ...errorBody('LEASE_EXPIRED', 'Lease expired: this lease_id is no longer the job\'s current lease', { job_id: jobId }) });
+  }
+  return reply.code(404).send({
+    success: false,
+    error: NOT_OWNED,
+    code: 'NOT_FOUND',
+    message: 'Job not found, not processing, or not assigned to this worker',
+    details: { job_id: jobId },
+  });
+}
+
+function checkResultSize(result: unknown, field: string): void {
+  if (result !== undefined && jsonBytes(result) > LIMITS.payloadBytesMax) {
+    throw new PayloadTooLargeError(`${field} exceeds ${LIMITS.payloadBytesMax} bytes`, { field, limit: LIMITS.payloadBytesMax });
+  }
+}
+
+/** Items after the first with the same job id are answered as duplicates (one job, one outcome). */
+function splitDuplicates<T extends { job_id: string }>(items: T[]): { unique: T[]; duplicates: Set<number> } {
+  const seen = new Set<string>();
+  const duplicates = new Set<number>();
+  const unique: T[] = [];
+  items.forEach((item, index) => {
+    const key = item.job_id.toLowerCase();
+    if (seen.has(key)) duplicates.add(index);
+    else {
+      seen.add(key);
+      unique.push(item);
+    }
+  });
+  return { unique, duplicates };
+}
+
+const fenceError = (reason: FenceFailure) => (reason === 'lease_mismatch' ? 'lease_expired' : NOT_OWNED);
+
+/** The worker protocol (CONTRACT §3.4, §6) and its batch and long-poll extensions. */
+export function jobWorkerRoutes(app: FastifyInstance, ctx: AppContext): void {
+  app.post<{ Body: ClaimBody }>('/jobs/claim', {
+    schema: {
+      tags: ['worker'],
+      summary: 'Lease up to `limit` due jobs of a queue ({ jobs: [] } when none)',
+      description: '`wait_ms` is a Spool extension: a long poll woken by LISTEN/NOTIFY, one waiting claim per new job notification.',
+      body: ClaimBody,
+      response: { 200: Type.Object({ jobs: Type.Array(JobSchema) }) },
+    },
+  }, async (request, reply) => {
+    const auth = authOf(request);
+    const body = request.body;
+    assertQueueAllowed(auth, body.queue_name);
+    const limit = clamp(body.limit ?? 1, 1, LIMITS.claimLimitMax);
+    const claim = () => jobClaim(ctx.db, {
+      organizationId: auth.organizationId,
+      queueName: body.queue_name,
+      workerId: body.worker_id,
+      limit,
+      leaseSeconds: body.lease_duration_secs ?? LIMITS.leaseSecondsDefault,
+    });
+    const waitMs = body.wait_ms ?? 0;
+    const controller = new AbortController();
+    // A client that hung up must not be handed jobs it will never see.
+    const onClose = () => {
+      if (!reply.raw.writableEnded) controller.abort();
+    };
+    if (waitMs > 0) reply.raw.once('close', onClose);
+    try {
+      const key = ClaimWaiters.key(auth.organizationId, body.queue_name);
+      const jobs = await claimWithWait(ctx.claimWaiters, { key, waitMs, limit, signal: controller.signal }, claim);
+      return { jobs: jobs.map(jobToWire) };
+    } finally {
+      reply.raw.off('close', onClose);
+    }
+  });
+
+  app.post<{ Params: { id: string }; Body: CompleteBody }>('/jobs/:id/complete', {
+    schema: {
+      tags: ['worker'],
+      summary: 'Complete a job this worker holds (404 not owned, 409 LEASE_EXPIRED for a stale lease)',
+      params: IdParams,
+      body: CompleteBody,
+      response: { 200: Success },
+    },
+  }, async (request, reply) => {
+    const { organizationId } = authOf(request);
+    // Ids are compared as text in places: one canonical spelling.
+    const id = request.params.id.toLowerCase();
+    checkResultSize(request.body.result, 'result');
+    const [outcome] = await jobCompleteMany(ctx.db, organizationId, [{ id, workerId: request.body.worker_id, leaseId: request.body.lease_id, result: request.body.result }]);
+    if (!outcome!.ok) return refuse(reply, outcome!.reason, id);
+    return { success: true };
+  });
+
+  app.post<{ Params: { id: string }; Body: FailBody }>('/jobs/:id/fail', {
+    schema: {
+      tags: ['worker'],
+      summary: 'Report a failure: back to pending with backoff while retries remain, else dead-lettered',
+      params: IdParams,
+      body: FailBody,
+      response: { 200: FailResult },
+    },
+  }, async (request, reply) => {
+    const { organizationId } = authOf(request);
+    // Ids are compared as text in places: one canonical spelling.
+    const id = request.params.id.toLowerCase();
+    const body = request.body;
+    const [outcome] = await jobFailMany(ctx.db, organizationId, [{ id, workerId: body.worker_id, leaseId: body.lease_id, error: body.error, retryable: body.retryable }]);
+    if (!outcome!.ok) return refuse(reply, outcome!.reason, id);
+    return { success: true, will_retry: outcome!.willRetry, status: outcome!.status };
+  });
+
+  app.post<{ Params: { id: string }; Body: HeartbeatBody }>('/jobs/:id/heartbeat', {
+    schema: {
+      tags: ['worker'],
+      summary: 'Extend the lease on a job this worker holds',
+      description: 'The answer also says whether cancellation was requested (extension).',
+      params: IdParams,
+      body: HeartbeatBody,
+      response: { 200: HeartbeatResult },
+    },
+  }, async (request, reply) => {
+    const { organizationId } = authOf(request);
+    // Ids are compared as text in places: one canonical spelling.
+    const id = request.params.id.toLowerCase();
+    const body = request.body;
+    const outcome = await jobHeartbeat(ctx.db, {
+      organizationId, id, workerId: body.worker_id, leaseId: body.lease_id, leaseSeconds: body.lease_duration_secs ?? LIMITS.leaseSecondsDefault,
+    });
+    if (!outcome.ok) return refuse(reply, outcome.reason, id);
+    return { success: true, cancel_requested: outcome.cancelRequested, lease_expires_at: outcome.leaseExpiresAt.toISOString() };
+  });
+
+  app.post<{ Body: BatchCompleteBody }>('/jobs/complete', {
+    schema: {
+      tags: ['worker', 'extension'],
+      summary: 'Extension: complete up to 1000 jobs in one statement',
+      description: 'Spool extension. Each item is fenced like POST /jobs/{id}/complete; one result per item, in order.',
+      body: BatchCompleteBody,
+      response: { 200: BatchResult },
+    },
+  }, async (request) => {
+    const { organizationId } = authOf(request);
+    const { worker_id: workerId, items } = request.body;
+    items.forEach((item, i) => checkResultSize(item.result, `items[${i}].result`));
+    const { unique, duplicates } = splitDuplicates(items);
+    const outcomes = await jobCompleteMany(ctx.db, organizationId, unique.map((item) => ({ id: item.job_id.toLowerCase(), workerId, leaseId: item.lease_id, result: item.result })));
+    const byId = new Map(outcomes.map((o) => [o.id.toLowerCase(), o]));
+    return {
+      results: items.map((item, index) => {
+        if (duplicates.has(index)) return { job_id: item.job_id, success: false, error: 'duplicate_job_id' };
+        const outcome = byId.get(item.job_id.toLowerCase())!;
+        return outcome.ok ? { job_id: item.job_id, success: true } : { job_id: item.job_id, success: false, error: fenceError(outcome.reason) };
+      }),
+    };
+  });
+
+  app.post<{ Body: BatchFailBody }>('/jobs/fail', {
+    schema: {
+      tags: ['worker', 'extension'],
+      summary: 'Extension: fail up to 1000 jobs in one statement',
+      description: 'Spool extension. Each item is fenced like POST /jobs/{id}/fail; one result per item, in order.',
+      body: BatchFailBody,
+      response: { 200: BatchResult },
+    },
+  }, async (request) => {
+    const { organizationId } = authOf(request);
+    const { worker_id: workerId, items } = request.body;
+    const { unique, duplicates } = splitDuplicates(items);
+    const outcomes = await jobFailMany(ctx.db, organizationId, unique.map((item) => ({
+      id: item.job_id.toLowerCase(), workerId, leaseId: item.lease_id, error: item.error, retryable: item.retryable,
+    })));
+    const byId = new Map(outcomes.map((o) => [o.id.toLowerCase(), o]));
+    return {
+      results: items.map((item, index) => {
+        if (duplicates.has(index)) return { job_id: item.job_id, success: false, error: 'duplicate_job_id' };
+        const outcome = byId.get(item.job_id.toLowerCase())!;
+        return outcome.ok
+          ? { job_id: item.job_id, success: true, will_retry: outcome.willRetry }
+          : { job_id: item.job_id, success: false, error: fenceError(outcome.reason) };
+      }),
+    };
+  });
+}

@@ -1,0 +1,140 @@
+import type { FastifyInstance } from 'fastify';
+import { Type, type Static } from 'typebox';
+import { ConflictError, LIMITS, NotFoundError, PayloadTooLargeError, QUEUE_NAME_PATTERN } from '@spool/protocol';
+import { queueConfigUpsert, queueDelete, queueGet, queueList, queuePause, queueResume, queueStats } from '@spool/engine';
+import type { AppContext } from '../app.js';
+import { assertQueueAllowed, authOf } from '../http/auth.js';
+import { MaxRetries, QueueName, jsonBytes, nullable } from '../wire/common.js';
+import {
+  PauseResultSchema,
+  QueueConfigSchema,
+  QueueStatsSchema,
+  QueueSummarySchema,
+  ResumeResultSchema,
+  queueConfigToWire,
+  queueSummaryToWire,
+} from '../wire/queue.js';
+
+/** Path of routes that read: any string is a name (an impossible one is simply not found). */
+const AnyNameParams = Type.Object({ name: Type.String() });
+/** Path of routes that create a config row: the name must be a valid queue name. */
+const QueueNameParams = Type.Object({ name: QueueName });
+type NameParams = { name: string };
+
+const ConfigBody = Type.Object({
+  queue_name: Type.Optional(Type.String({ description: 'ignored: the path names the queue' })),
+  max_retries: Type.Optional(MaxRetries),
+  default_timeout: Type.Optional(Type.Integer({ minimum: LIMITS.timeoutSecondsMin, maximum: LIMITS.timeoutSecondsMax })),
+  rate_limit: Type.Optional(nullable(Type.Integer({ minimum: 1, maximum: 100_000 }))),
+  enabled: Type.Optional(Type.Boolean()),
+  settings: Type.Optional(nullable(Type.Record(Type.String(), Type.Unknown()))),
+  backoff_base_ms: Type.Optional(Type.Integer({ minimum: 0, maximum: 86_400_000, description: 'extension: retry backoff base in ms (default 1000)' })),
+  backoff_max_ms: Type.Optional(Type.Integer({ minimum: 0, maximum: 86_400_000, description: 'extension: retry backoff cap in ms (default 60000)' })),
+  backoff_jitter_ms: Type.Optional(Type.Integer({ minimum: 0, maximum: 3_600_000, description: 'extension: retry backoff jitter in ms (default 500)' })),
+  concurrency_limit: Type.Optional(nullable(Type.Integer({ minimum: 1, maximum: 100_000, description: 'extension: most jobs processing at once across workers (stored; enforcement to come)' }))),
+});
+type ConfigBody = Static<typeof ConfigBody>;
+
+const PauseBody = Type.Object({ reason: Type.Optional(nullable(Type.String({ maxLength: 500 }))) });
+type PauseBody = Static<typeof PauseBody>;
+
+const notConfigured = (name: string) => new NotFoundError(`Queue "${name}" has no configuration`, { queue_name: name });
+
+/** Queues (CONTRACT §3.7): they exist implicitly; a config row exists after config or pause. */
+export function queueRoutes(app: FastifyInstance, ctx: AppContext): void {
+  app.get('/queues', {
+    schema: { tags: ['queues'], summary: 'Configured queues, by name (at most 100)', response: { 200: Type.Array(QueueSummarySchema) } },
+  }, async (request) => (await queueList(ctx.db, authOf(request).organizationId, 100)).map(queueSummaryToWire));
+
+  app.get<{ Params: NameParams }>('/queues/:name', {
+    schema: { tags: ['queues'], summary: 'A queue\'s config (404 when it has none)', params: AnyNameParams, response: { 200: QueueConfigSchema } },
+  }, async (request) => {
+    const row = QUEUE_NAME_PATTERN.test(request.params.name) ? await queueGet(ctx.db, authOf(request).organizationId, request.params.name) : null;
+    if (!row) throw notConfigured(request.params.name);
+    return queueConfigToWire(row);
+  });
+
+  app.put<{ Params: NameParams; Body: ConfigBody }>('/queues/:name/config', {
+    schema: {
+      tags: ['queues'],
+      summary: 'Create or update a queue\'s config (the path names the queue; absent fields keep their value)',
+      params: QueueNameParams,
+      body: ConfigBody,
+      response: { 200: QueueConfigSchema },
+    },
+  }, async (request) => {
+    const auth = authOf(request);
+    const { name } = request.params;
+    assertQueueAllowed(auth, name);
+    const body = request.body;
+    if (body.settings != null && jsonBytes(body.settings) > LIMITS.tagsBytesMax) {
+      throw new PayloadTooLargeError(`settings exceed ${LIMITS.tagsBytesMax} bytes`, { field: 'settings' });
+    }
+    const row = await queueConfigUpsert(ctx.db, auth.organizationId, name, {
+      maxRetries: body.max_retries,
+      defaultTimeout: body.default_timeout,
+      rateLimit: body.rate_limit,
+      enabled: body.enabled,
+      settings: body.settings,
+      backoffBaseMs: body.backoff_base_ms,
+      backoffMaxMs: body.backoff_max_ms,
+      backoffJitterMs: body.backoff_jitter_ms,
+      concurrencyLimit: body.concurrency_limit,
+    });
+    return queueConfigToWire(row);
+  });
+
+  app.get<{ Params: NameParams }>('/queues/:name/stats', {
+    schema: { tags: ['queues'], summary: 'Queue statistics (zeros for a queue without jobs)', params: AnyNameParams, response: { 200: QueueStatsSchema } },
+  }, async (request) => {
+    const { name } = request.params;
+    const s = await queueStats(ctx.db, authOf(request).organizationId, name);
+    return {
+      queue_name: name,
+      pending_jobs: s.pending,
+      processing_jobs: s.processing,
+      completed_jobs_24h: s.completed_24h,
+      failed_jobs_24h: s.failed_24h,
+      avg_processing_time_ms: s.avg_processing_ms,
+      max_job_age_seconds: s.max_job_age_seconds,
+      active_workers: s.active_workers,
+      scheduled_jobs: s.scheduled,
+      deadletter_jobs_24h: s.deadletter_24h,
+      paused: s.paused === true,
+    };
+  });
+
+  app.post<{ Params: NameParams; Body: PauseBody }>('/queues/:name/pause', {
+    schema: { tags: ['queues'], summary: 'Pause a queue: claims return [] until resumed (body optional)', params: QueueNameParams, body: PauseBody, response: { 200: PauseResultSchema } },
+  }, async (request) => {
+    const auth = authOf(request);
+    assertQueueAllowed(auth, request.params.name);
+    const row = await queuePause(ctx.db, auth.organizationId, request.params.name, request.body.reason ?? null);
+    return { queue_name: row.queue_name, paused: true, paused_at: row.paused_at?.toISOString() ?? null, reason: row.pause_reason };
+  });
+
+  app.post<{ Params: NameParams }>('/queues/:name/resume', {
+    schema: { tags: ['queues'], summary: 'Resume a paused queue and wake its waiting claims (404 without config)', params: AnyNameParams, response: { 200: ResumeResultSchema } },
+  }, async (request) => {
+    const auth = authOf(request);
+    const { name } = request.params;
+    if (!QUEUE_NAME_PATTERN.test(name)) throw notConfigured(name);
+    assertQueueAllowed(auth, name);
+    const row = await queueResume(ctx.db, auth.organizationId, name);
+    if (!row) throw notConfigured(name);
+    return { queue_name: row.queue_name, resumed: true, paused_duration_secs: row.paused_duration_secs };
+  });
+
+  app.delete<{ Params: NameParams }>('/queues/:name', {
+    schema: { tags: ['queues'], summary: 'Delete a queue\'s config (never its jobs); 409 while it has pending or processing jobs', params: AnyNameParams },
+  }, async (request, reply) => {
+    const auth = authOf(request);
+    const { name } = request.params;
+    if (!QUEUE_NAME_PATTERN.test(name)) throw notConfigured(name);
+    assertQueueAllowed(auth, name);
+    const outcome = await queueDelete(ctx.db, auth.organizationId, name);
+    if (outcome === 'not_found') throw notConfigured(name);
+    if (outcome === 'busy') throw new ConflictError(`Queue "${name}" still has pending or processing jobs`, { queue_name: name });
+    return reply.code(204).send();
+  });
+}

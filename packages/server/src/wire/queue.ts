@@ -1,0 +1,87 @@
+import { Type } from 'typebox';
+import type { QueueConfigRow } from '@spool/engine';
+
+const Timestamp = Type.String({ format: 'date-time' });
+const NullableTimestamp = Type.Union([Timestamp, Type.Null()]);
+const NullableInt = Type.Union([Type.Integer(), Type.Null()]);
+
+/** CONTRACT §3.7 QueueConfig, plus Spool's extension fields (marked). */
+export const QueueConfigSchema = Type.Object({
+  id: Type.String(),
+  organization_id: Type.String(),
+  queue_name: Type.String(),
+  max_retries: Type.Integer(),
+  default_timeout: Type.Integer(),
+  rate_limit: NullableInt,
+  enabled: Type.Boolean(),
+  settings: Type.Unknown(),
+  created_at: Timestamp,
+  updated_at: Timestamp,
+  paused_at: Type.Union([Timestamp, Type.Null()], { description: 'extension: when the queue was paused' }),
+  pause_reason: Type.Union([Type.String(), Type.Null()], { description: 'extension: reason given to pause' }),
+  backoff_base_ms: Type.Integer({ description: 'extension: retry backoff base (DESIGN §4)' }),
+  backoff_max_ms: Type.Integer({ description: 'extension: retry backoff cap' }),
+  backoff_jitter_ms: Type.Integer({ description: 'extension: retry backoff jitter' }),
+  concurrency_limit: Type.Union([Type.Integer(), Type.Null()], { description: 'extension: most jobs processing at once across all workers (stored; not enforced yet)' }),
+});
+
+/** CONTRACT §3.7 QueueConfigSummary. */
+export const QueueSummarySchema = Type.Object({
+  queue_name: Type.String(),
+  max_retries: Type.Integer(),
+  default_timeout: Type.Integer(),
+  rate_limit: NullableInt,
+  enabled: Type.Boolean(),
+});
+
+export const QueueStatsSchema = Type.Object({
+  queue_name: Type.String(),
+  pending_jobs: Type.Integer(),
+  processing_jobs: Type.Integer(),
+  completed_jobs_24h: Type.Integer(),
+  failed_jobs_24h: Type.Integer({ description: 'failed and dead-lettered in the last 24 h' }),
+  avg_processing_time_ms: Type.Union([Type.Number(), Type.Null()]),
+  max_job_age_seconds: NullableInt,
+  active_workers: Type.Integer(),
+  scheduled_jobs: Type.Integer({ description: 'extension: jobs waiting for their scheduled_at' }),
+  deadletter_jobs_24h: Type.Integer({ description: 'extension: dead-lettered in the last 24 h' }),
+  paused: Type.Boolean({ description: 'extension: the queue is paused' }),
+});
+
+export const PauseResultSchema = Type.Object({
+  queue_name: Type.String(),
+  paused: Type.Boolean(),
+  paused_at: NullableTimestamp,
+  reason: Type.Union([Type.String(), Type.Null()]),
+});
+
+export const ResumeResultSchema = Type.Object({
+  queue_name: Type.String(),
+  resumed: Type.Boolean(),
+  paused_duration_secs: Type.Integer(),
+});
+
+export function queueConfigToWire(row: QueueConfigRow): Record<string, unknown> {
+  return {
+    id: row.id,
+    organization_id: row.organization_id,
+    queue_name: row.queue_name,
+    max_retries: row.max_retries,
+    default_timeout: row.default_timeout,
+    rate_limit: row.rate_limit,
+    enabled: row.enabled,
+    settings: row.settings,
+    created_at: row.created_at.toISOString(),
+    updated_at: row.updated_at.toISOString(),
+    paused_at: row.paused_at === null ? null : row.paused_at.toISOString(),
+    pause_reason: row.pause_reason,
+    backoff_base_ms: row.backoff_base_ms,
+    backoff_max_ms: row.backoff_max_ms,
+    backoff_jitter_ms: row.backoff_jitter_ms,
+    concurrency_limit: row.concurrency_limit,
+  };
+}
+
+export function queueSummaryToWire(row: QueueConfigRow): Record<string, unknown> {
+  return { queue_name: row.queue_name, max_retries: row.max_retries, default_timeout: row.default_timeout, rate_limit: row.rate_limit, enabled: row.enabled };
+}

@@ -1,5 +1,5 @@
 -- Job summaries of an organization, optionally filtered by queue, status and
--- tag key. {{order}} is replaced at load time by one entry of the fixed
+-- tag key. The ORDER BY placeholder is replaced at load time by one entry of the fixed
 -- whitelist in job-read.ts, giving one named statement per ordering (so the
 -- default ordering keeps using jobs_org_created_idx).
 SELECT id, queue_name, status, priority, retry_count, created_at, scheduled_at, started_at, completed_at

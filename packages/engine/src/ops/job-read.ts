@@ -19,6 +19,7 @@ const NULLABLE_ORDER_COLUMNS = new Set<JobOrderColumn>(['scheduled_at', 'complet
 // One statement per (column, direction), built once from the whitelist: the
 // SQL stays readable in job-list.sql and every variant is a named prepared statement.
 const listStatements = new Map<string, Statement>();
+if (!listTemplate.text.includes('{{order}}')) throw new Error('job-list.sql lost its {{order}} placeholder');
 for (const column of JOB_ORDER_COLUMNS) {
   for (const dir of ['asc', 'desc'] as const) {
     const nulls = NULLABLE_ORDER_COLUMNS.has(column) ? ' NULLS LAST' : '';

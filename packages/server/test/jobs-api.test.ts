@@ -219,3 +219,59 @@ describe('POST /api/v1/jobs/bulk', () => {
     assertError(await server.request('POST', '/api/v1/jobs/bulk', { body: { jobs: [{ payload: 1 }] } }), 400, 'VALIDATION_ERROR', /queue_name/);
   });
 });
+
+describe("another organization's key", () => {
+  it('sees none of our jobs, workers, queues or DLQ entries (404 or empty)', async () => {
+    const other = await server.createOrganization();
+    const as = (method: string, path: string, body?: unknown) => server.request(method, `/api/v1${path}`, { body, auth: other.apiKey });
+    const pending = await enqueue(server, { queue_name: 'iso-q', tags: { iso: true } });
+    const running = await enqueueAndClaim(server, 'iso-run');
+    const dead = await enqueueAndClaim(server, 'iso-dead', { max_retries: 0 });
+    await server.request('POST', `/api/v1/jobs/${dead.id}/fail`, { body: { worker_id: 'w1', error: 'x' } });
+    await server.request('PUT', '/api/v1/queues/iso-q/config', { body: {} });
+    const worker = (await server.request('POST', '/api/v1/workers/register', { body: { queue_name: 'iso-q', hostname: 'h' } })).body.id;
+
+    for (const [method, path, body] of [
+      ['GET', `/jobs/${pending}`],
+      ['DELETE', `/jobs/${pending}`],
+      ['POST', `/jobs/${dead.id}/retry`, {}],
+      ['PUT', `/jobs/${pending}/priority`, { priority: 1 }],
+      ['POST', `/jobs/${running.id}/complete`, { worker_id: 'w1' }],
+      ['POST', `/jobs/${running.id}/fail`, { worker_id: 'w1', error: 'e' }],
+      ['POST', `/jobs/${running.id}/heartbeat`, { worker_id: 'w1', lease_duration_secs: 30 }],
+      ['GET', '/queues/iso-q'],
+      ['POST', '/queues/iso-q/resume', {}],
+      ['DELETE', '/queues/iso-q'],
+      ['GET', `/workers/${worker}`],
+      ['POST', `/workers/${worker}/heartbeat`, { current_jobs: 0 }],
+      ['POST', `/workers/${worker}/deregister`, {}],
+    ] as [string, string, unknown?][]) {
+      assert.equal((await as(method, path, body)).status, 404, `${method} ${path}`);
+    }
+    assert.deepEqual((await as('GET', '/jobs?tag=iso')).body, []);
+    assert.deepEqual((await as('GET', `/jobs/status?ids=${pending},${running.id}`)).body, []);
+    assert.deepEqual((await as('GET', '/jobs/dlq')).body, []);
+    assert.deepEqual((await as('POST', '/jobs/dlq/retry', { job_ids: [dead.id] })).body, { retried_count: 0, retried_jobs: [] });
+    assert.deepEqual((await as('POST', '/jobs/dlq/purge', { confirm: true })).body, { purged_count: 0 });
+    assert.deepEqual((await as('GET', '/queues')).body, []);
+    assert.deepEqual((await as('GET', '/workers')).body, []);
+    assert.deepEqual((await as('POST', '/jobs/claim', { queue_name: 'iso-q', worker_id: 'thief' })).body, { jobs: [] });
+    assert.deepEqual((await as('POST', '/jobs/complete', { worker_id: 'w1', items: [{ job_id: running.id }] })).body.results[0].success, false);
+    assert.equal((await as('GET', '/queues/iso-q/stats')).body.pending_jobs, 0);
+    assert.equal((await server.request('GET', `/api/v1/jobs/${running.id}`)).body.status, 'processing', 'nothing of ours changed');
+    assert.equal((await server.request('GET', `/api/v1/jobs/${pending}`)).body.status, 'pending');
+  });
+});
+
+describe('OpenAPI at /docs', () => {
+  it('publishes the job routes with the extensions marked', async () => {
+    const res = await server.request('GET', '/docs/json', { auth: null });
+    assert.equal(res.status, 200);
+    const paths = res.body.paths;
+    assert.ok(paths['/api/v1/jobs/complete'].post.tags.includes('extension'));
+    assert.ok(paths['/api/v1/jobs/fail'].post.tags.includes('extension'));
+    const claimSchema = paths['/api/v1/jobs/claim'].post.requestBody.content['application/json'].schema;
+    assert.match(claimSchema.properties.wait_ms.description, /extension/);
+    for (const path of ['/api/v1/jobs/stats', '/api/v1/jobs/dlq', '/api/v1/queues/{name}/stats', '/api/v1/workers/{id}']) assert.ok(paths[path], path);
+  });
+});

@@ -64,9 +64,10 @@ export function allowedTargets(from: JobStatus, transition: JobTransition): read
     case 'fail_final':
       return from === 'processing' ? ['deadletter', 'cancelled'] : [];
     case 'lease_expired':
-      return from === 'processing' ? ['pending', 'deadletter'] : [];
+      // cancelled: the job's cancellation had been requested before its worker vanished
+      return from === 'processing' ? ['pending', 'deadletter', 'cancelled'] : [];
     case 'release':
-      return from === 'processing' ? ['pending'] : [];
+      return from === 'processing' ? ['pending', 'cancelled'] : [];
     case 'cancel':
       return from === 'pending' || from === 'scheduled' ? ['cancelled'] : [];
     case 'expire':

@@ -1,23 +1,28 @@
 -- A worker that deregisters (or is declared dead) gives its processing jobs
--- back: pending again, lease cleared, retry_count unchanged (the job did not fail).
+-- back: pending again, lease cleared, retry_count unchanged (the job did not
+-- fail). A job whose cancellation was requested ends cancelled instead.
 WITH target AS (
-  SELECT id, lease_id
+  SELECT id, lease_id,
+         CASE WHEN cancel_requested_at IS NOT NULL THEN 'cancelled' ELSE 'pending' END AS next_status
   FROM spool.jobs
   WHERE organization_id = $1 AND assigned_worker_id = $2 AND status = 'processing'
   FOR UPDATE
 ),
 released AS (
   UPDATE spool.jobs j
-  SET status = 'pending', assigned_worker_id = NULL, lease_id = NULL, lease_expires_at = NULL, updated_at = now()
+  SET status = t.next_status,
+      assigned_worker_id = CASE WHEN t.next_status = 'pending' THEN NULL ELSE j.assigned_worker_id END,
+      completed_at = CASE WHEN t.next_status = 'pending' THEN NULL ELSE now() END,
+      lease_id = NULL, lease_expires_at = NULL, updated_at = now()
   FROM target t
   WHERE j.id = t.id
-  RETURNING j.id, j.organization_id, j.queue_name, t.lease_id AS held_lease_id
+  RETURNING j.id, j.organization_id, j.queue_name, j.status, t.lease_id AS held_lease_id
 ),
 history AS (
   INSERT INTO spool.job_history (organization_id, job_id, queue_name, event, from_status, to_status, worker_id, lease_id, message)
-  SELECT organization_id, id, queue_name, 'release', 'processing', 'pending', $2, held_lease_id, $3 FROM released
+  SELECT organization_id, id, queue_name, 'release', 'processing', status, $2, held_lease_id, $3 FROM released
 )
 SELECT r.id,
        (SELECT pg_notify('spool_jobs', json_build_object('q', array_agg(DISTINCT organization_id::text || ':' || queue_name))::text)
-          FROM released HAVING count(*) > 0) IS NOT NULL AS notified
+          FROM released WHERE status = 'pending' HAVING count(*) > 0) IS NOT NULL AS notified
 FROM released r;

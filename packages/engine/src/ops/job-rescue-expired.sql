@@ -1,8 +1,13 @@
 -- Lease reaper: processing jobs whose lease ran out go back to pending with
 -- retry_count + 1, or to the dead-letter queue when retries are exhausted
--- (CONTRACT §3.5). Bounded batch; SKIP LOCKED lets replicas overlap safely.
+-- (CONTRACT §3.5). A job whose cancellation was requested ends cancelled
+-- instead: its worker is gone, and running it again would ignore the cancel.
+-- Bounded batch; SKIP LOCKED lets replicas overlap safely.
 WITH expired AS (
-  SELECT id, lease_id, assigned_worker_id
+  SELECT id, lease_id, assigned_worker_id,
+         CASE WHEN cancel_requested_at IS NOT NULL THEN 'cancelled'
+              WHEN retry_count < max_retries THEN 'pending'
+              ELSE 'deadletter' END AS next_status
   FROM spool.jobs
   WHERE status = 'processing' AND lease_expires_at < now()
   ORDER BY lease_expires_at
@@ -11,11 +16,11 @@ WITH expired AS (
 ),
 rescued AS (
   UPDATE spool.jobs j
-  SET status = CASE WHEN j.retry_count < j.max_retries THEN 'pending' ELSE 'deadletter' END,
-      retry_count = CASE WHEN j.retry_count < j.max_retries THEN j.retry_count + 1 ELSE j.retry_count END,
+  SET status = e.next_status,
+      retry_count = CASE WHEN e.next_status = 'pending' THEN j.retry_count + 1 ELSE j.retry_count END,
       last_error = 'Lease expired (worker timeout)',
-      completed_at = CASE WHEN j.retry_count < j.max_retries THEN NULL ELSE now() END,
-      assigned_worker_id = CASE WHEN j.retry_count < j.max_retries THEN NULL ELSE j.assigned_worker_id END,
+      completed_at = CASE WHEN e.next_status = 'pending' THEN NULL ELSE now() END,
+      assigned_worker_id = CASE WHEN e.next_status = 'pending' THEN NULL ELSE j.assigned_worker_id END,
       lease_id = NULL,
       lease_expires_at = NULL,
       updated_at = now()

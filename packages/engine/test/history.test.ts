@@ -83,12 +83,15 @@ describe('job_history', () => {
     await h.step([]);
   });
 
-  it('cancel of a running job: cancel_requested, then fail_final to cancelled', async () => {
+  it('cancel of a running job: one cancel_requested row however often asked, then fail_final to cancelled', async () => {
     const h = await tracked('h-cancel-running');
     const job = await claimOne(t.pool, org, 'h-cancel-running', 'w1');
     await h.step([{ event: 'claim', from_status: 'pending', to_status: 'processing', worker_id: 'w1', lease_id: job.lease_id }]);
     await jobCancelMany(t.pool, org, [h.jobId]);
     await h.step([{ event: 'cancel_requested', from_status: 'processing', to_status: 'processing', worker_id: 'w1', lease_id: job.lease_id }]);
+    const again = await jobCancelMany(t.pool, org, [h.jobId]);
+    assert.equal(again.get(h.jobId)?.outcome, 'cancel_requested');
+    await h.step([]);
     await jobFailMany(t.pool, org, [{ id: h.jobId, workerId: 'w1', leaseId: job.lease_id, error: 'stopped' }]);
     await h.step([{ event: 'fail_final', from_status: 'processing', to_status: 'cancelled', worker_id: 'w1', lease_id: job.lease_id }]);
   });

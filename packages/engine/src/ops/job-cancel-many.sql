@@ -1,9 +1,10 @@
 -- Cancels jobs. Pending and scheduled jobs end at once (guaranteed: a job
 -- cancelled here is never claimed). Processing jobs get a cancel-requested
 -- mark that the worker learns from its next heartbeat; the job ends cancelled
--- when the worker reports back. Returns one row per job that exists.
+-- when the worker reports back; asking again changes nothing and writes no
+-- second history row. Returns one row per job that exists.
 WITH target AS (
-  SELECT id, status
+  SELECT id, status, cancel_requested_at
   FROM spool.jobs
   WHERE organization_id = $1 AND id = ANY($2::uuid[])
   FOR UPDATE
@@ -17,9 +18,9 @@ cancelled AS (
 ),
 requested AS (
   UPDATE spool.jobs j
-  SET cancel_requested_at = coalesce(j.cancel_requested_at, now()), updated_at = now()
+  SET cancel_requested_at = now(), updated_at = now()
   FROM target t
-  WHERE j.id = t.id AND t.status = 'processing'
+  WHERE j.id = t.id AND t.status = 'processing' AND t.cancel_requested_at IS NULL
   RETURNING j.id, j.organization_id, j.queue_name, j.assigned_worker_id, j.lease_id
 ),
 history AS (
@@ -30,8 +31,7 @@ history AS (
 )
 SELECT t.id, t.status AS previous_status,
        CASE WHEN c.id IS NOT NULL THEN 'cancelled'
-            WHEN r.id IS NOT NULL THEN 'cancel_requested'
+            WHEN t.status = 'processing' THEN 'cancel_requested'
             ELSE 'conflict' END AS outcome
 FROM target t
-LEFT JOIN cancelled c ON c.id = t.id
-LEFT JOIN requested r ON r.id = t.id;
+LEFT JOIN cancelled c ON c.id = t.id;

@@ -97,8 +97,9 @@ describe('job_history', () => {
   });
 
   it('promote', async () => {
-    const h = await tracked('h-promote', { scheduledAt: new Date(Date.now() + 100) });
-    await new Promise((r) => setTimeout(r, 150));
+    const at = new Date(Date.now() + 500);
+    const h = await tracked('h-promote', { scheduledAt: at });
+    await new Promise((r) => setTimeout(r, at.getTime() - Date.now() + 50));
     assert.ok((await jobPromoteScheduled(t.pool, 1000)) >= 1);
     await h.step([{ event: 'promote', from_status: 'scheduled', to_status: 'pending', ...none }]);
   });

@@ -92,7 +92,8 @@ describe('fail with retries left', () => {
 
   it('does not hand the job out before its retry time, and does after', async () => {
     const queue = 'retry-wait';
-    await queueConfigUpsert(t.pool, org, queue, { backoffBaseMs: 300, backoffMaxMs: 300, backoffJitterMs: 0 });
+    // Long enough that a slow, shared machine still probes within the backoff.
+    await queueConfigUpsert(t.pool, org, queue, { backoffBaseMs: 1000, backoffMaxMs: 1000, backoffJitterMs: 0 });
     const { id } = await failOnce(queue);
     assert.equal(await claimable(queue), 0, 'not claimable during the backoff');
     const row = await jobRow(t.pool, id);

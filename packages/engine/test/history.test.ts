@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import {
-  dlqPurge, jobCancelMany, jobCompleteMany, jobExpire, jobFailMany, jobInsertMany, jobPromoteScheduled, jobReleaseWorker,
+  dlqPurge, jobCancelMany, jobClaim, jobCompleteMany, jobExpire, jobFailMany, jobInsertMany, jobPromoteScheduled, jobReleaseWorker,
   jobRescueExpired, jobRetryMany, queueConfigUpsert,
 } from '@spool/engine';
 import { createOrganization, createTestDatabase, type TestDatabase } from '../../../test-support/db.js';
@@ -183,7 +183,6 @@ describe('job_history', () => {
   it('one claim of several jobs writes one claim row per job, ids increasing', async () => {
     const queue = 'h-batch';
     const inserted = await jobInsertMany(t.pool, [1, 2, 3].map((n) => ({ organizationId: org, queueName: queue, payload: { n } })));
-    const { jobClaim } = await import('@spool/engine');
     const claimed = await jobClaim(t.pool, { organizationId: org, queueName: queue, workerId: 'w', limit: 10, leaseSeconds: 30 });
     assert.equal(claimed.length, 3);
     const rows = await t.pool.query<{ id: number; job_id: string; event: string }>(

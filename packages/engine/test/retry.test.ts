@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import {
-  LeaseReaper, dlqList, dlqPurge, jobCancelMany, jobClaim, jobExpire, jobFailMany, jobInsertMany, jobRescueExpired,
+  LeaseReaper, dlqList, dlqPurge, jobCancelMany, jobClaim, jobCompleteMany, jobExpire, jobFailMany, jobInsertMany, jobRescueExpired,
   jobRetryMany, jobSetPriority, queueConfigUpsert,
 } from '@spool/engine';
 import { createOrganization, createTestDatabase, type TestDatabase } from '../../../test-support/db.js';
@@ -281,7 +281,6 @@ describe('jobCancelMany', () => {
     const running = await claimOne(t.pool, org, `${queue}-run`, 'w');
     const completedId = await insertJob(t.pool, org, `${queue}-done`);
     const done = await claimOne(t.pool, org, `${queue}-done`, 'w');
-    const { jobCompleteMany } = await import('@spool/engine');
     await jobCompleteMany(t.pool, org, [{ id: completedId, workerId: 'w', leaseId: done.lease_id }]);
     const foreign = await insertJob(t.pool, await createOrganization(t.pool), queue);
     const unknown = '00000000-0000-7000-8000-000000000000';

@@ -31,6 +31,8 @@ export interface JobRow {
   dependency_mode: 'all' | 'any' | null;
   dependencies_met: boolean | null;
   cancel_requested_at: Date | null;
+  /** Pending but waiting out a retry backoff until scheduled_at (out of the claim index). */
+  in_backoff: boolean;
 }
 
 export interface QueueConfigRow {

@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import {
   LeaseReaper, dlqList, dlqPurge, jobCancelMany, jobClaim, jobCompleteMany, jobExpire, jobFailMany, jobInsertMany, jobRescueExpired,
-  jobRetryMany, jobSetPriority, queueConfigUpsert,
+  jobPromoteScheduled, jobRetryMany, jobSetPriority, queueConfigUpsert,
 } from '@spool/engine';
 import { createOrganization, createTestDatabase, type TestDatabase } from '../../../test-support/db.js';
 import { claimOne, expireLease, insertJob, jobRow } from './helpers.js';
@@ -98,6 +98,11 @@ describe('fail with retries left', () => {
     assert.equal(await claimable(queue), 0, 'not claimable during the backoff');
     const row = await jobRow(t.pool, id);
     await sleep(Math.max(0, row.scheduled_at!.getTime() - Date.now()) + 50);
+    // Out of the claim index until the promoter ends the backoff (DESIGN §4:
+    // jobs waiting to retry must not slow every claim).
+    assert.equal(await claimable(queue), 0, 'still in backoff until promoted');
+    assert.ok((await jobPromoteScheduled(t.pool, 1000)) >= 1);
+    assert.equal((await jobRow(t.pool, id)).status, 'pending');
     const [job] = await jobClaim(t.pool, { organizationId: org, queueName: queue, workerId: 'w2', limit: 1, leaseSeconds: 30 });
     assert.equal(job?.id, id);
     assert.equal(job.retry_count, 1);
@@ -111,6 +116,7 @@ describe('fail with retries left', () => {
     for (let attempt = 0; attempt < 3; attempt++) {
       const row = await jobRow(t.pool, id);
       if (row.scheduled_at) await sleep(Math.max(0, row.scheduled_at.getTime() - Date.now()) + 20);
+      await jobPromoteScheduled(t.pool, 1000);
       const job = await claimOne(t.pool, org, queue, 'w');
       await jobFailMany(t.pool, org, [{ id, workerId: 'w', leaseId: job.lease_id, error: `attempt ${attempt}` }]);
       delays.push(await retryDelayMs(id));

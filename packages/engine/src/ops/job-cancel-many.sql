@@ -11,7 +11,7 @@ WITH target AS (
 ),
 cancelled AS (
   UPDATE spool.jobs j
-  SET status = 'cancelled', completed_at = now(), updated_at = now()
+  SET status = 'cancelled', in_backoff = false, completed_at = now(), updated_at = now()
   FROM target t
   WHERE j.id = t.id AND t.status IN ('pending', 'scheduled')
   RETURNING j.id, j.organization_id, j.queue_name, t.status AS from_status

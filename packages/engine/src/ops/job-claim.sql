@@ -15,6 +15,7 @@ WITH picked AS (
     AND queue_name = $2
     AND status = 'pending'
     AND dependencies_met IS NOT FALSE
+    AND NOT in_backoff
     AND (scheduled_at IS NULL OR scheduled_at <= now())
     AND (expires_at IS NULL OR expires_at > now())
     AND NOT EXISTS (

@@ -11,7 +11,7 @@ WITH target AS (
 ),
 expired AS (
   UPDATE spool.jobs j
-  SET status = 'cancelled',
+  SET status = 'cancelled', in_backoff = false,
       last_error = 'Expired: expires_at ' || to_char(j.expires_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') || ' passed before the job started',
       completed_at = now(),
       updated_at = now()

@@ -33,6 +33,7 @@ updated AS (
       scheduled_at = CASE WHEN t.next_status = 'pending' THEN now() + t.delay_ms * interval '1 millisecond' ELSE j.scheduled_at END,
       completed_at = CASE WHEN t.next_status = 'pending' THEN NULL ELSE now() END,
       assigned_worker_id = CASE WHEN t.next_status = 'pending' THEN NULL ELSE j.assigned_worker_id END,
+      in_backoff = (t.next_status = 'pending' AND t.delay_ms > 0),
       lease_id = NULL,
       lease_expires_at = NULL,
       updated_at = now()
@@ -52,4 +53,8 @@ history AS (
          'processing', status, worker_id, held_lease_id, error
   FROM updated
 )
-SELECT id, queue_name, status, retry_count, scheduled_at, workflow_id, completion_webhook FROM updated;
+SELECT id, queue_name, status, retry_count, scheduled_at, workflow_id, completion_webhook,
+       -- Wakes the promoter (possibly on another replica) for the earliest retry: one NOTIFY per statement.
+       (SELECT pg_notify('spool_jobs', json_build_object('q', ARRAY[]::text[], 's', (extract(epoch FROM min(scheduled_at)) * 1000)::bigint)::text)
+          FROM updated WHERE status = 'pending' HAVING count(*) > 0) IS NOT NULL AS notified
+FROM updated;

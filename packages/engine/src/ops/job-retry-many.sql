@@ -15,7 +15,7 @@ WITH target AS (
 ),
 retried AS (
   UPDATE spool.jobs j
-  SET status = 'pending',
+  SET status = 'pending', in_backoff = false,
       retry_count = CASE WHEN $5::boolean THEN 0 ELSE j.retry_count + 1 END,
       last_error = NULL,
       scheduled_at = NULL,

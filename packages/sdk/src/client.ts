@@ -4,6 +4,7 @@ import { ApiKeysResource, AuthResource, BillingResource, OrganizationsResource }
 import { QueuesResource, WorkersResource } from './resources/queues.js';
 import { SchedulesResource, WorkflowsResource } from './resources/schedules.js';
 import { AdminResource, DashboardResource, HealthResource } from './resources/system.js';
+import type { Api } from './resources/resource.js';
 import { WebhooksResource } from './resources/webhooks.js';
 
 export type SpoolClientOptions = TransportOptions;
@@ -11,7 +12,8 @@ export type SpoolClientOptions = TransportOptions;
 /**
  * A typed client for a Spool (or any Spooled-v1-compatible) server. Methods
  * take and return camelCase objects; the wire is snake_case. Every method
- * accepts `{ signal, timeoutMs }` last. Refusals throw `SpoolApiError`
+ * accepts `{ signal, timeoutMs }` last. Resources are typed structurally
+ * (`Api<…>`) so that test doubles (`@spool/sdk/testing`) fit where a client goes. Refusals throw `SpoolApiError`
  * subclasses; unreachable servers throw `SpoolNetworkError`/`SpoolTimeoutError`.
  *
  * ```ts
@@ -21,20 +23,20 @@ export type SpoolClientOptions = TransportOptions;
  */
 export class SpoolClient {
   readonly baseUrl: string;
-  readonly jobs: JobsResource;
-  readonly dlq: DlqResource;
-  readonly queues: QueuesResource;
-  readonly workers: WorkersResource;
-  readonly schedules: SchedulesResource;
-  readonly workflows: WorkflowsResource;
-  readonly webhooks: WebhooksResource;
-  readonly apiKeys: ApiKeysResource;
-  readonly organizations: OrganizationsResource;
-  readonly auth: AuthResource;
-  readonly billing: BillingResource;
-  readonly dashboard: DashboardResource;
-  readonly health: HealthResource;
-  readonly admin: AdminResource;
+  readonly jobs: Api<JobsResource>;
+  readonly dlq: Api<DlqResource>;
+  readonly queues: Api<QueuesResource>;
+  readonly workers: Api<WorkersResource>;
+  readonly schedules: Api<SchedulesResource>;
+  readonly workflows: Api<WorkflowsResource>;
+  readonly webhooks: Api<WebhooksResource>;
+  readonly apiKeys: Api<ApiKeysResource>;
+  readonly organizations: Api<OrganizationsResource>;
+  readonly auth: Api<AuthResource>;
+  readonly billing: Api<BillingResource>;
+  readonly dashboard: Api<DashboardResource>;
+  readonly health: Api<HealthResource>;
+  readonly admin: Api<AdminResource>;
 
   constructor(options: SpoolClientOptions = {}) {
     const transport = new Transport(options);

@@ -1,4 +1,5 @@
 export { SpoolClient, type SpoolClientOptions } from './client.js';
+export type { Api } from './resources/resource.js';
 export type { CallOptions, RetryOptions, TransportOptions } from './http.js';
 export { toCamelKey, toSnakeKey, toWire, fromWire, VERBATIM_WIRE_KEYS } from './case.js';
 export * from './errors.js';

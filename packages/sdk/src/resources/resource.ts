@@ -5,6 +5,9 @@ export function seg(value: string): string {
   return encodeURIComponent(value);
 }
 
+/** The public surface of a resource class, as a plain structural type (fakes can implement it). */
+export type Api<T> = Pick<T, keyof T>;
+
 /** Shared base of the resource groups: one transport, call options merged into each request. */
 export abstract class Resource {
   readonly #transport: Transport;

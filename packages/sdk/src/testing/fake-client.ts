@@ -7,6 +7,7 @@
 import { AssertionError } from 'node:assert';
 import { randomUUID } from 'node:crypto';
 import { inspect } from 'node:util';
+import type { SpoolClient } from '../client.js';
 import { createApiError } from '../errors.js';
 import type { Job } from '../resources/jobs.js';
 import type { RegisterWorkerParams, RegisterWorkerResult, WorkerHeartbeatParams, WorkerInfo, WorkerSummary, WorkersResource } from '../resources/queues.js';
@@ -144,6 +145,25 @@ export class FakeSpoolClient implements WorkerClient {
   assertNotEnqueued(match: JobMatch): void {
     const found = this.enqueued(match);
     if (found.length > 0) throw new AssertionError({ message: `Expected no job matching ${inspect(match, { depth: 6 })}, found ${found.length}.\n${this.#describe()}` });
+  }
+
+  /**
+   * This fake typed as a full `SpoolClient`, for code that asks for one:
+   * jobs, dlq and workers are simulated; any other resource method throws
+   * "not simulated" when called.
+   */
+  asClient(): SpoolClient {
+    const simulated: Record<string, unknown> = { baseUrl: this.baseUrl, jobs: this.jobs, dlq: this.dlq, workers: this.workers };
+    return new Proxy(simulated, {
+      get(target, resource: string) {
+        if (resource in target) return target[resource];
+        return new Proxy({}, {
+          get(_t, method: string) {
+            return () => Promise.reject(new Error(`FakeSpoolClient: client.${resource}.${method}() is not simulated`));
+          },
+        });
+      },
+    }) as unknown as SpoolClient;
   }
 
   /** Forgets every job and worker. */

@@ -327,6 +327,10 @@ export class FakeSpoolServer {
   #cancel(id: string): [number, unknown] {
     const job = this.job(id);
     if (!job) return notFound('Job not found');
+    if (job.status === 'processing') {
+      this.cancelRequested.add(id);
+      return [409, { code: 'CONFLICT', message: 'Job is processing: cancellation was requested', details: { job_id: id, cancel_requested: true } }];
+    }
     if (job.status !== 'pending' && job.status !== 'scheduled') return [409, { code: 'CONFLICT', message: `Cannot cancel a ${job.status} job` }];
     job.status = 'cancelled';
     return [204, undefined];

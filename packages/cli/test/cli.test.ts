@@ -91,6 +91,11 @@ test('jobs cancel and retry', async () => {
   assert.equal(again.code, 1);
   assert.match(again.stderr, /^spool: Cannot cancel a cancelled job \(409 CONFLICT\)$/m);
 
+  const running = server.addJob('work', {}, { status: 'processing' });
+  const asked = await spool(['jobs', 'cancel', running.id, '--json']);
+  assert.deepEqual(jsonOf(asked), { id: running.id, outcome: 'cancel_requested' });
+  assert.ok(server.cancelRequested.has(running.id));
+
   const dead = server.addJob('work', {}, { status: 'deadletter' });
   const retried = jsonOf(await spool(['jobs', 'retry', dead.id, '--json']));
   assert.equal(retried.status, 'pending');

@@ -162,7 +162,7 @@ test('cancel_requested in a heartbeat answer aborts the handler and fails the jo
   });
   await worker.start();
   await waitFor('running', () => worker.runningCount === 1);
-  server.requestCancel(job.id);
+  assert.equal(await client.jobs.cancel(job.id), 'cancel_requested');
   await waitFor('cancelled', () => server.job(job.id)!.status === 'cancelled');
   assert.ok(reason instanceof JobCancelledError);
   const item = server.calls('/api/v1/jobs/fail').flatMap((c) => (c.body as { items: Record<string, unknown>[] }).items).find((i) => i.job_id === job.id);

@@ -45,11 +45,13 @@ export function jobsCommand(): Command {
 
   jobs
     .command('cancel <id>')
-    .description('cancel a pending or scheduled job')
+    .description('cancel a pending or scheduled job (a running job is asked to stop)')
     .action(async (id: string, _opts: unknown, command: Command) => {
       const ctx = contextFor(command);
-      await ctx.client.jobs.cancel(id);
-      ctx.print({ id, status: 'cancelled' }, () => `Cancelled job ${id}.`);
+      const outcome = await ctx.client.jobs.cancel(id);
+      ctx.print({ id, outcome }, () =>
+        outcome === 'cancelled' ? `Cancelled job ${id}.` : `Job ${id} is running: cancellation requested; its worker stops it at the next heartbeat.`,
+      );
     });
 
   jobs

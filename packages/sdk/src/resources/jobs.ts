@@ -1,5 +1,6 @@
 /** Jobs, the worker protocol and the dead-letter queue (CONTRACT §3.3, §3.4, §3.6, §3.10). */
 import type { JobStatus } from '@spool/protocol';
+import { ConflictError } from '../errors.js';
 import type { CallOptions } from '../http.js';
 import { Resource, seg } from './resource.js';
 
@@ -251,9 +252,20 @@ export class JobsResource extends Resource {
     return this.call({ method: 'GET', path: `/api/v1/jobs/${seg(id)}` }, options);
   }
 
-  /** Cancels a pending or scheduled job (409 for other states). */
-  async cancel(id: string, options?: CallOptions): Promise<void> {
-    await this.call({ method: 'DELETE', path: `/api/v1/jobs/${seg(id)}` }, options);
+  /**
+   * Cancels a pending or scheduled job: `'cancelled'`. For a running job a
+   * Spool server records the request and the worker is told on its next
+   * heartbeat: `'cancel_requested'`. Finished jobs throw ConflictError (409).
+   */
+  async cancel(id: string, options?: CallOptions): Promise<'cancelled' | 'cancel_requested'> {
+    try {
+      await this.call({ method: 'DELETE', path: `/api/v1/jobs/${seg(id)}` }, options);
+      return 'cancelled';
+    } catch (err) {
+      const details = err instanceof ConflictError ? (err.details as { cancel_requested?: unknown } | undefined) : undefined;
+      if (details?.cancel_requested === true) return 'cancel_requested';
+      throw err;
+    }
   }
 
   /** Moves a failed or dead-lettered job back to pending; returns the job. */

@@ -136,10 +136,15 @@ export class FakeJobs implements JobsApi {
     return clone(this.find(id)) as Job<P, R>;
   }
 
-  async cancel(id: string): Promise<void> {
+  async cancel(id: string): Promise<'cancelled' | 'cancel_requested'> {
     const job = this.find(id);
+    if (job.status === 'processing') {
+      this.#cancelRequested.add(job.id);
+      return 'cancel_requested';
+    }
     if (job.status !== 'pending' && job.status !== 'scheduled') refuse(409, 'CONFLICT', `Job ${id} is ${job.status}`);
     this.#set(job, 'cancelled');
+    return 'cancelled';
   }
 
   async retry<P = Json>(id: string): Promise<Job<P>> {

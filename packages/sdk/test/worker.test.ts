@@ -272,3 +272,15 @@ test('start rejects when registration is refused', async () => {
   assert.equal(bad.state, 'stopped');
   await assert.rejects(new Worker(client, { queue: 'x' }).start(), /call worker.handle/);
 });
+
+test('stop during start waits for the registration and deregisters', async () => {
+  const worker = makeWorker('stop-early');
+  worker.handle(() => null);
+  const started = worker.start();
+  const stopped = worker.stop();
+  await started;
+  assert.deepEqual(await stopped, { released: [] });
+  assert.equal(worker.state, 'stopped');
+  assert.equal(server.calls(`/api/v1/workers/${worker.workerId}/deregister`).length, 1);
+  await assert.rejects(worker.start(), /the worker is stopped/);
+});

@@ -94,6 +94,7 @@ export class Worker<P = unknown, R = unknown> extends EventEmitter<WorkerEvents>
   #loop: Promise<void> | null = null;
   readonly #claimAbort = new AbortController();
   #workerHeartbeat: NodeJS.Timeout | null = null;
+  #starting: Promise<void> | null = null;
   #stopping: Promise<StopResult> | null = null;
   #forceStop: (() => void) | null = null;
 
@@ -140,10 +141,15 @@ export class Worker<P = unknown, R = unknown> extends EventEmitter<WorkerEvents>
   }
 
   /** Registers with the server and starts claiming. Rejects (and stays stopped) when registration fails. */
-  async start(): Promise<void> {
-    if (!this.#handler) throw new Error('Worker.start(): call worker.handle(fn) first');
-    if (this.#state !== 'idle') throw new Error(`Worker.start(): the worker is ${this.#state}`);
+  start(): Promise<void> {
+    if (!this.#handler) return Promise.reject(new Error('Worker.start(): call worker.handle(fn) first'));
+    if (this.#state !== 'idle') return Promise.reject(new Error(`Worker.start(): the worker is ${this.#state}`));
     this.#state = 'starting';
+    this.#starting = this.#start();
+    return this.#starting;
+  }
+
+  async #start(): Promise<void> {
     let registration;
     try {
       registration = await this.#client.workers.register({
@@ -195,6 +201,9 @@ export class Worker<P = unknown, R = unknown> extends EventEmitter<WorkerEvents>
   }
 
   async #stop(graceMs: number): Promise<StopResult> {
+    // A stop during start waits for the registration, so that it can deregister.
+    await this.#starting?.catch(() => {});
+    if (this.#state === 'stopped') return { released: [] };
     this.#state = 'stopping';
     this.#claimAbort.abort(new Error('worker stopping'));
     void this.#sendWorkerHeartbeat('draining');

@@ -1,0 +1,96 @@
+/** What every command needs: the client built from the global options, and how to print. */
+import { InvalidArgumentError, type Command } from 'commander';
+import {
+  AuthenticationError,
+  AuthorizationError,
+  SpoolApiError,
+  SpoolClient,
+  SpoolNetworkError,
+  SpoolTimeoutError,
+} from '@spool/sdk';
+import { json } from './output.js';
+
+export const DEFAULT_URL = 'http://localhost:8080';
+
+export interface GlobalOptions {
+  url: string;
+  apiKey?: string;
+  json?: boolean;
+}
+
+export interface Context {
+  client: SpoolClient;
+  options: GlobalOptions;
+  /** Prints `value` as JSON with `--json`, else the human text. */
+  print(value: unknown, human: () => string): void;
+}
+
+/** A mistake in how the command was called: exit code 2, no stack. */
+export class UsageError extends Error {
+  constructor(message: string) {
+    super(message);
+    this.name = 'UsageError';
+  }
+}
+
+export function contextFor(command: Command): Context {
+  const options = command.optsWithGlobals<GlobalOptions>();
+  const client = new SpoolClient({ baseUrl: options.url, apiKey: options.apiKey, retry: { maxRetries: 2, baseDelayMs: 200 } });
+  return {
+    client,
+    options,
+    print(value, human) {
+      process.stdout.write(`${options.json ? json(value) : human()}\n`);
+    },
+  };
+}
+
+/** The message and hint for a failed command, and its exit code. */
+export function explain(err: unknown, options: Partial<GlobalOptions>): { message: string; hint?: string; exitCode: number } {
+  const url = options.url ?? DEFAULT_URL;
+  if (err instanceof UsageError) return { message: err.message, exitCode: 2 };
+  if (err instanceof SpoolNetworkError) {
+    if (err.code === 'ECONNREFUSED') {
+      return {
+        message: `cannot connect to Spool at ${url} (connection refused)`,
+        hint: 'Is Spool running? Start it with `npm start` (or `spool start`), or point --url / SPOOL_URL at your server.',
+        exitCode: 1,
+      };
+    }
+    if (err.code === 'ENOTFOUND' || err.code === 'EAI_AGAIN') {
+      return { message: `cannot resolve the host of ${url}`, hint: 'Check --url / SPOOL_URL.', exitCode: 1 };
+    }
+    return { message: err.message, hint: 'Check that Spool is running and reachable at --url / SPOOL_URL.', exitCode: 1 };
+  }
+  if (err instanceof SpoolTimeoutError) return { message: `Spool at ${url} did not answer in time`, hint: 'Is the server overloaded or the URL pointing at the wrong service?', exitCode: 1 };
+  if (err instanceof AuthenticationError) {
+    const hint = options.apiKey
+      ? 'The API key was refused. Check --api-key / SPOOL_API_KEY (a development key is printed when Spool first starts).'
+      : 'No API key given. Pass --api-key or set SPOOL_API_KEY (a development key is printed when Spool first starts).';
+    return { message: `${err.message} (401)`, hint, exitCode: 1 };
+  }
+  if (err instanceof AuthorizationError) return { message: `${err.message} (403)`, hint: 'The API key may be restricted to other queues, or a plan limit was reached.', exitCode: 1 };
+  if (err instanceof SpoolApiError) {
+    const id = err.requestId ? `, request ${err.requestId}` : '';
+    return { message: `${err.message} (${err.status} ${err.code}${id})`, exitCode: 1 };
+  }
+  return { message: err instanceof Error ? err.message : String(err), exitCode: 1 };
+}
+
+/** Parses JSON given on the command line, naming the option when it is not valid. */
+export function parseJson(text: string, what: string): unknown {
+  try {
+    return JSON.parse(text);
+  } catch (err) {
+    throw new UsageError(`${what} is not valid JSON: ${(err as Error).message}`);
+  }
+}
+
+/** An option parser for an integer within bounds (commander reports the failure as a usage error). */
+export function intIn(min: number, max: number): (value: string) => number {
+  return (value) => {
+    const n = Number(value);
+    if (!Number.isInteger(n) || n < min || n > max) throw new InvalidArgumentError(`Expected an integer between ${min} and ${max}.`);
+    return n;
+  };
+}

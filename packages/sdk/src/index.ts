@@ -1,0 +1,15 @@
+export { SpoolClient, type SpoolClientOptions } from './client.js';
+export type { Api } from './resources/resource.js';
+export type { CallOptions, RetryOptions, TransportOptions } from './http.js';
+export { toCamelKey, toSnakeKey, toWire, fromWire, VERBATIM_WIRE_KEYS } from './case.js';
+export * from './errors.js';
+export * from './resources/jobs.js';
+export * from './resources/queues.js';
+export * from './resources/schedules.js';
+export * from './resources/webhooks.js';
+export * from './resources/organizations.js';
+export * from './resources/system.js';
+export * from './worker/errors.js';
+export type { JobContext, Handler } from './worker/running-job.js';
+export { Worker, type WorkerClient, type WorkerOptions, type WorkerEvents, type FailedInfo, type StopOptions, type StopResult, type WorkerState } from './worker/worker.js';
+export { JOB_STATUSES, TERMINAL_STATUSES, LIMITS } from '@spool/protocol';

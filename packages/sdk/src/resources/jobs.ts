@@ -1,0 +1,371 @@
+/** Jobs, the worker protocol and the dead-letter queue (CONTRACT §3.3, §3.4, §3.6, §3.10). */
+import type { JobStatus } from '@spool/protocol';
+import { ConflictError } from '../errors.js';
+import type { CallOptions } from '../http.js';
+import { Resource, seg } from './resource.js';
+
+export type { JobStatus };
+export type Json = unknown;
+export type OrderDir = 'asc' | 'desc';
+
+export interface Job<P = Json, R = Json> {
+  id: string;
+  organizationId: string;
+  queueName: string;
+  status: JobStatus;
+  payload: P;
+  result: R | null;
+  retryCount: number;
+  maxRetries: number;
+  lastError: string | null;
+  createdAt: string;
+  scheduledAt: string | null;
+  startedAt: string | null;
+  completedAt: string | null;
+  expiresAt: string | null;
+  priority: number;
+  tags: Record<string, unknown> | null;
+  timeoutSeconds: number;
+  parentJobId: string | null;
+  completionWebhook: string | null;
+  assignedWorkerId: string | null;
+  leaseId: string | null;
+  leaseExpiresAt: string | null;
+  idempotencyKey: string | null;
+  updatedAt: string;
+  workflowId: string | null;
+  dependencyMode: 'all' | 'any' | null;
+  dependenciesMet: boolean | null;
+}
+
+export interface JobSummary {
+  id: string;
+  queueName: string;
+  status: JobStatus;
+  priority: number;
+  retryCount: number;
+  createdAt: string;
+  scheduledAt: string | null;
+  startedAt: string | null;
+  completedAt: string | null;
+}
+
+export interface CreateJobParams<P = Json> {
+  queueName: string;
+  payload: P;
+  priority?: number;
+  maxRetries?: number;
+  timeoutSeconds?: number;
+  scheduledAt?: Date | string;
+  expiresAt?: Date | string;
+  /** Repeats with the same key return the first job's id with `created: false`. */
+  idempotencyKey?: string;
+  tags?: Record<string, unknown>;
+  parentJobId?: string;
+  completionWebhook?: string;
+}
+
+export interface CreateJobResult {
+  id: string;
+  created: boolean;
+}
+
+export interface ListJobsParams {
+  queueName?: string;
+  status?: JobStatus;
+  tag?: string;
+  limit?: number;
+  offset?: number;
+  orderBy?: string;
+  orderDir?: OrderDir;
+}
+
+export interface JobStats {
+  pending: number;
+  scheduled: number;
+  processing: number;
+  completed: number;
+  failed: number;
+  deadletter: number;
+  cancelled: number;
+  total: number;
+}
+
+export interface JobStatusInfo {
+  id: string;
+  status: JobStatus;
+  queueName: string;
+  retryCount: number;
+  createdAt: string;
+  completedAt: string | null;
+}
+
+export interface BulkJobItem<P = Json> {
+  payload: P;
+  priority?: number;
+  idempotencyKey?: string;
+  scheduledAt?: Date | string;
+}
+
+export interface BulkEnqueueParams<P = Json> {
+  queueName: string;
+  jobs: BulkJobItem<P>[];
+  defaultPriority?: number;
+  defaultMaxRetries?: number;
+  defaultTimeoutSeconds?: number;
+}
+
+export interface BulkEnqueueResult {
+  succeeded: { index: number; jobId: string; created: boolean }[];
+  failed: { index: number; error: string }[];
+  total: number;
+  successCount: number;
+  failureCount: number;
+}
+
+export interface SetPriorityResult {
+  jobId: string;
+  oldPriority: number;
+  newPriority: number;
+}
+
+export interface DependencyInfo {
+  jobId: string;
+  queueName: string;
+  status: JobStatus;
+  dependencyType: string;
+}
+
+export interface JobDependencies {
+  jobId: string;
+  status: JobStatus;
+  dependenciesMet: boolean;
+  dependencies: DependencyInfo[];
+  dependents: DependencyInfo[];
+}
+
+export interface AddDependenciesParams {
+  dependsOnJobIds: string[];
+  dependencyType?: string;
+}
+
+export interface AddDependenciesResult {
+  added: number;
+  dependencies: { jobId: string; dependsOnJobId: string; dependencyType: string }[];
+  dependenciesAdded: number;
+  dependenciesMet: boolean;
+}
+
+// ---- worker protocol ----
+
+export interface ClaimParams {
+  queueName: string;
+  workerId: string;
+  /** 1…100, default 1. */
+  limit?: number;
+  /** 5…3600, default 30. */
+  leaseDurationSecs?: number;
+  /** Spool extension: wait up to this long (0…30000 ms) for a job when none is due. */
+  waitMs?: number;
+}
+
+export interface ClaimedJob<P = Json> {
+  id: string;
+  queueName: string;
+  payload: P;
+  retryCount: number;
+  maxRetries: number;
+  timeoutSeconds: number;
+  leaseExpiresAt: string | null;
+  /** Fencing token; `null` from servers that fence by worker id only. */
+  leaseId: string | null;
+  [extra: string]: unknown;
+}
+
+export interface CompleteParams {
+  workerId: string;
+  result?: Json;
+  leaseId?: string | null;
+}
+
+export interface FailParams {
+  workerId: string;
+  error: string;
+  leaseId?: string | null;
+  /** Spool extension: `false` sends the job straight to the dead-letter queue. */
+  retryable?: boolean;
+}
+
+export interface FailResult {
+  success: boolean;
+  willRetry?: boolean;
+}
+
+export interface HeartbeatParams {
+  workerId: string;
+  leaseDurationSecs: number;
+  leaseId?: string | null;
+}
+
+export interface HeartbeatResult {
+  success: boolean;
+  /** Spool extension: someone asked to cancel this running job. */
+  cancelRequested?: boolean;
+  leaseExpiresAt?: string;
+}
+
+export interface CompleteManyParams {
+  workerId: string;
+  items: { jobId: string; leaseId?: string | null; result?: Json }[];
+}
+
+export interface FailManyParams {
+  workerId: string;
+  items: { jobId: string; leaseId?: string | null; error: string; retryable?: boolean }[];
+}
+
+export interface BatchItemResult {
+  jobId: string;
+  success: boolean;
+  willRetry?: boolean;
+  error?: string;
+}
+
+export interface BatchResult {
+  results: BatchItemResult[];
+}
+
+/** Longer than any long poll: the claim request must outlive the server's wait. */
+const CLAIM_TIMEOUT_SLACK_MS = 10_000;
+
+export class JobsResource extends Resource {
+  /** Enqueues one job. With an `idempotencyKey` the call is safe to retry and is retried on 5xx. */
+  create<P = Json>(params: CreateJobParams<P>, options?: CallOptions): Promise<CreateJobResult> {
+    return this.call({ method: 'POST', path: '/api/v1/jobs', body: params, idempotent: params.idempotencyKey !== undefined }, options);
+  }
+
+  list(params: ListJobsParams = {}, options?: CallOptions): Promise<JobSummary[]> {
+    return this.call({ method: 'GET', path: '/api/v1/jobs', query: { ...params } }, options);
+  }
+
+  get<P = Json, R = Json>(id: string, options?: CallOptions): Promise<Job<P, R>> {
+    return this.call({ method: 'GET', path: `/api/v1/jobs/${seg(id)}` }, options);
+  }
+
+  /**
+   * Cancels a pending or scheduled job: `'cancelled'`. For a running job a
+   * Spool server records the request and the worker is told on its next
+   * heartbeat: `'cancel_requested'`. Finished jobs throw ConflictError (409).
+   */
+  async cancel(id: string, options?: CallOptions): Promise<'cancelled' | 'cancel_requested'> {
+    try {
+      await this.call({ method: 'DELETE', path: `/api/v1/jobs/${seg(id)}` }, options);
+      return 'cancelled';
+    } catch (err) {
+      const details = err instanceof ConflictError ? (err.details as { cancel_requested?: unknown } | undefined) : undefined;
+      if (details?.cancel_requested === true) return 'cancel_requested';
+      throw err;
+    }
+  }
+
+  /** Moves a failed or dead-lettered job back to pending; returns the job. */
+  retry<P = Json>(id: string, options?: CallOptions): Promise<Job<P>> {
+    return this.call({ method: 'POST', path: `/api/v1/jobs/${seg(id)}/retry` }, options);
+  }
+
+  setPriority(id: string, priority: number, options?: CallOptions): Promise<SetPriorityResult> {
+    return this.call({ method: 'PUT', path: `/api/v1/jobs/${seg(id)}/priority`, body: { priority } }, options);
+  }
+
+  stats(options?: CallOptions): Promise<JobStats> {
+    return this.call({ method: 'GET', path: '/api/v1/jobs/stats' }, options);
+  }
+
+  /** Statuses of up to 100 jobs; unknown ids are left out. */
+  statuses(ids: string[], options?: CallOptions): Promise<JobStatusInfo[]> {
+    return this.call({ method: 'GET', path: '/api/v1/jobs/status', query: { ids } }, options);
+  }
+
+  /** Enqueues many jobs in one request (one result per item, in `succeeded` or `failed`). */
+  bulk<P = Json>(params: BulkEnqueueParams<P>, options?: CallOptions): Promise<BulkEnqueueResult> {
+    const idempotent = params.jobs.every((job) => job.idempotencyKey !== undefined);
+    return this.call({ method: 'POST', path: '/api/v1/jobs/bulk', body: params, idempotent }, options);
+  }
+
+  getDependencies(id: string, options?: CallOptions): Promise<JobDependencies> {
+    return this.call({ method: 'GET', path: `/api/v1/jobs/${seg(id)}/dependencies` }, options);
+  }
+
+  addDependencies(id: string, params: AddDependenciesParams, options?: CallOptions): Promise<AddDependenciesResult> {
+    return this.call({ method: 'POST', path: `/api/v1/jobs/${seg(id)}/dependencies`, body: params }, options);
+  }
+
+  /**
+   * Leases up to `limit` due jobs to `workerId`. Never retried on 5xx: a lost
+   * answer would strand the leased jobs until their leases expire.
+   */
+  async claim<P = Json>(params: ClaimParams, options?: CallOptions): Promise<ClaimedJob<P>[]> {
+    const waitMs = params.waitMs ?? 0;
+    const timeoutMs = waitMs > 0 ? Math.max(options?.timeoutMs ?? 0, waitMs + CLAIM_TIMEOUT_SLACK_MS) : options?.timeoutMs;
+    const answer = await this.call<{ jobs: ClaimedJob<P>[] }>({ method: 'POST', path: '/api/v1/jobs/claim', body: params }, { ...options, timeoutMs });
+    return answer.jobs ?? [];
+  }
+
+  complete(id: string, params: CompleteParams, options?: CallOptions): Promise<{ success: boolean }> {
+    return this.call({ method: 'POST', path: `/api/v1/jobs/${seg(id)}/complete`, body: params }, options);
+  }
+
+  fail(id: string, params: FailParams, options?: CallOptions): Promise<FailResult> {
+    return this.call({ method: 'POST', path: `/api/v1/jobs/${seg(id)}/fail`, body: params }, options);
+  }
+
+  /** Extends the lease; idempotent, so retried. `cancelRequested` tells the worker to stop the job. */
+  heartbeat(id: string, params: HeartbeatParams, options?: CallOptions): Promise<HeartbeatResult> {
+    return this.call({ method: 'POST', path: `/api/v1/jobs/${seg(id)}/heartbeat`, body: params, idempotent: true }, options);
+  }
+
+  /** Spool extension: completes many jobs in one request (404 from servers without it). */
+  completeMany(params: CompleteManyParams, options?: CallOptions): Promise<BatchResult> {
+    return this.call({ method: 'POST', path: '/api/v1/jobs/complete', body: params }, options);
+  }
+
+  /** Spool extension: fails many jobs in one request (404 from servers without it). */
+  failMany(params: FailManyParams, options?: CallOptions): Promise<BatchResult> {
+    return this.call({ method: 'POST', path: '/api/v1/jobs/fail', body: params }, options);
+  }
+}
+
+export interface ListDlqParams {
+  queueName?: string;
+  limit?: number;
+  offset?: number;
+}
+
+export interface RetryDlqParams {
+  jobIds?: string[];
+  queueName?: string;
+  limit?: number;
+}
+
+export interface PurgeDlqParams {
+  queueName?: string;
+  olderThan?: Date | string;
+  limit?: number;
+  /** Must be `true`; the server refuses otherwise. */
+  confirm: boolean;
+}
+
+export class DlqResource extends Resource {
+  list(params: ListDlqParams = {}, options?: CallOptions): Promise<JobSummary[]> {
+    return this.call({ method: 'GET', path: '/api/v1/jobs/dlq', query: { ...params } }, options);
+  }
+
+  /** Moves dead-lettered jobs back to pending: the given ids, else the oldest in the queue, else in the org. */
+  retry(params: RetryDlqParams = {}, options?: CallOptions): Promise<{ retriedCount: number; retriedJobs: string[] }> {
+    return this.call({ method: 'POST', path: '/api/v1/jobs/dlq/retry', body: params }, options);
+  }
+
+  purge(params: PurgeDlqParams, options?: CallOptions): Promise<{ purgedCount: number }> {
+    return this.call({ method: 'POST', path: '/api/v1/jobs/dlq/purge', body: params }, options);
+  }
+}

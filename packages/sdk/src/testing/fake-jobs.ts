@@ -1,0 +1,333 @@
+/**
+ * In-memory jobs with the server's rules (idempotency keys, claim order,
+ * leases, retries into the dead-letter queue), so code written against
+ * `client.jobs` runs unchanged in a user's unit tests. No timers: scheduled
+ * and backed-off jobs are due when `now()` reaches them.
+ */
+import { randomUUID } from 'node:crypto';
+import type { JobStatus } from '@spool/protocol';
+import { createApiError } from '../errors.js';
+import type {
+  AddDependenciesResult,
+  BatchResult,
+  BulkEnqueueParams,
+  BulkEnqueueResult,
+  ClaimParams,
+  ClaimedJob,
+  CompleteManyParams,
+  CompleteParams,
+  CreateJobParams,
+  CreateJobResult,
+  FailManyParams,
+  FailParams,
+  FailResult,
+  HeartbeatParams,
+  HeartbeatResult,
+  Job,
+  JobDependencies,
+  JobStats,
+  JobStatusInfo,
+  JobSummary,
+  JobsResource,
+  Json,
+  ListDlqParams,
+  ListJobsParams,
+  PurgeDlqParams,
+  DlqResource,
+  RetryDlqParams,
+  SetPriorityResult,
+} from '../resources/jobs.js';
+
+export type JobsApi = Pick<JobsResource, keyof JobsResource>;
+export type DlqApi = Pick<DlqResource, keyof DlqResource>;
+
+function refuse(status: number, code: string, message: string): never {
+  throw createApiError({ status, code, message });
+}
+
+function iso(value: Date | string | undefined, fallback: string | null = null): string | null {
+  if (value === undefined) return fallback;
+  return new Date(value).toISOString();
+}
+
+function clone<T>(value: T): T {
+  return value === undefined ? value : (JSON.parse(JSON.stringify(value)) as T);
+}
+
+function summary(job: Job): JobSummary {
+  const { id, queueName, status, priority, retryCount, createdAt, scheduledAt, startedAt, completedAt } = job;
+  return { id, queueName, status, priority, retryCount, createdAt, scheduledAt, startedAt, completedAt };
+}
+
+export class FakeJobs implements JobsApi {
+  /** Every job ever created, in creation order. */
+  readonly all: Job[] = [];
+  readonly #cancelRequested = new Set<string>();
+  readonly #now: () => Date;
+  readonly #organizationId = 'fake-org';
+
+  constructor(now: () => Date) {
+    this.#now = now;
+  }
+
+  /** The job or a 404, like the server. */
+  find(id: string): Job {
+    return this.all.find((job) => job.id === id) ?? refuse(404, 'NOT_FOUND', `Job ${id} not found`);
+  }
+
+  /** Makes the next heartbeat of a running job answer `cancelRequested: true`. */
+  requestCancel(id: string): void {
+    this.#cancelRequested.add(this.find(id).id);
+  }
+
+  async create<P = Json>(params: CreateJobParams<P>): Promise<CreateJobResult> {
+    if (!params.queueName) refuse(400, 'VALIDATION_ERROR', 'queue_name is required');
+    if (params.idempotencyKey !== undefined) {
+      const existing = this.all.find((job) => job.idempotencyKey === params.idempotencyKey);
+      if (existing) return { id: existing.id, created: false };
+    }
+    const now = this.#now().toISOString();
+    const scheduledAt = iso(params.scheduledAt);
+    const job: Job = {
+      id: randomUUID(),
+      organizationId: this.#organizationId,
+      queueName: params.queueName,
+      status: scheduledAt !== null && scheduledAt > now ? 'scheduled' : 'pending',
+      payload: clone(params.payload),
+      result: null,
+      retryCount: 0,
+      maxRetries: params.maxRetries ?? 3,
+      lastError: null,
+      createdAt: now,
+      scheduledAt,
+      startedAt: null,
+      completedAt: null,
+      expiresAt: iso(params.expiresAt),
+      priority: params.priority ?? 0,
+      tags: clone(params.tags) ?? null,
+      timeoutSeconds: params.timeoutSeconds ?? 300,
+      parentJobId: params.parentJobId ?? null,
+      completionWebhook: params.completionWebhook ?? null,
+      assignedWorkerId: null,
+      leaseId: null,
+      leaseExpiresAt: null,
+      idempotencyKey: params.idempotencyKey ?? null,
+      updatedAt: now,
+      workflowId: null,
+      dependencyMode: null,
+      dependenciesMet: null,
+    };
+    this.all.push(job);
+    return { id: job.id, created: true };
+  }
+
+  async list(params: ListJobsParams = {}): Promise<JobSummary[]> {
+    const rows = this.all.filter(
+      (job) =>
+        (params.queueName === undefined || job.queueName === params.queueName) &&
+        (params.status === undefined || job.status === params.status) &&
+        (params.tag === undefined || (job.tags !== null && params.tag in job.tags)),
+    );
+    const offset = params.offset ?? 0;
+    return rows.reverse().slice(offset, offset + (params.limit ?? 50)).map(summary);
+  }
+
+  async get<P = Json, R = Json>(id: string): Promise<Job<P, R>> {
+    return clone(this.find(id)) as Job<P, R>;
+  }
+
+  async cancel(id: string): Promise<'cancelled' | 'cancel_requested'> {
+    const job = this.find(id);
+    if (job.status === 'processing') {
+      this.#cancelRequested.add(job.id);
+      return 'cancel_requested';
+    }
+    if (job.status !== 'pending' && job.status !== 'scheduled') refuse(409, 'CONFLICT', `Job ${id} is ${job.status}`);
+    this.#set(job, 'cancelled');
+    return 'cancelled';
+  }
+
+  async retry<P = Json>(id: string): Promise<Job<P>> {
+    const job = this.find(id);
+    if (job.status !== 'failed' && job.status !== 'deadletter') refuse(409, 'CONFLICT', `Job ${id} is ${job.status}`);
+    this.#set(job, 'pending', { retryCount: job.retryCount + 1, lastError: null, scheduledAt: null });
+    return clone(job) as Job<P>;
+  }
+
+  async setPriority(id: string, priority: number): Promise<SetPriorityResult> {
+    const job = this.find(id);
+    if (job.status !== 'pending' && job.status !== 'scheduled') refuse(404, 'NOT_FOUND', `Job ${id} is not pending`);
+    const oldPriority = job.priority;
+    job.priority = priority;
+    return { jobId: id, oldPriority, newPriority: priority };
+  }
+
+  async stats(): Promise<JobStats> {
+    const stats: JobStats = { pending: 0, scheduled: 0, processing: 0, completed: 0, failed: 0, deadletter: 0, cancelled: 0, total: 0 };
+    for (const job of this.all) {
+      stats[job.status] += 1;
+      stats.total += 1;
+    }
+    return stats;
+  }
+
+  async statuses(ids: string[]): Promise<JobStatusInfo[]> {
+    return this.all
+      .filter((job) => ids.includes(job.id))
+      .map(({ id, status, queueName, retryCount, createdAt, completedAt }) => ({ id, status, queueName, retryCount, createdAt, completedAt }));
+  }
+
+  async bulk<P = Json>(params: BulkEnqueueParams<P>): Promise<BulkEnqueueResult> {
+    const succeeded: BulkEnqueueResult['succeeded'] = [];
+    for (const [index, item] of params.jobs.entries()) {
+      const { id, created } = await this.create({
+        queueName: params.queueName,
+        payload: item.payload,
+        priority: item.priority ?? params.defaultPriority,
+        maxRetries: params.defaultMaxRetries,
+        timeoutSeconds: params.defaultTimeoutSeconds,
+        idempotencyKey: item.idempotencyKey,
+        scheduledAt: item.scheduledAt,
+      });
+      succeeded.push({ index, jobId: id, created });
+    }
+    return { succeeded, failed: [], total: params.jobs.length, successCount: succeeded.length, failureCount: 0 };
+  }
+
+  async getDependencies(id: string): Promise<JobDependencies> {
+    const job = this.find(id);
+    return { jobId: id, status: job.status, dependenciesMet: true, dependencies: [], dependents: [] };
+  }
+
+  async addDependencies(): Promise<AddDependenciesResult> {
+    throw new Error('FakeSpoolClient: job dependencies are not simulated');
+  }
+
+  /** Due jobs of the queue in claim order: priority, then age. */
+  due(queueName: string): Job[] {
+    const now = this.#now().toISOString();
+    return this.all
+      .filter((job) => job.queueName === queueName && (job.status === 'pending' || job.status === 'scheduled'))
+      .filter((job) => job.scheduledAt === null || job.scheduledAt <= now)
+      .filter((job) => job.expiresAt === null || job.expiresAt > now)
+      .sort((a, b) => b.priority - a.priority || a.createdAt.localeCompare(b.createdAt));
+  }
+
+  async claim<P = Json>(params: ClaimParams): Promise<ClaimedJob<P>[]> {
+    const leaseMs = (params.leaseDurationSecs ?? 30) * 1000;
+    const claimed = this.due(params.queueName).slice(0, params.limit ?? 1);
+    for (const job of claimed) {
+      this.#set(job, 'processing', {
+        assignedWorkerId: params.workerId,
+        leaseId: randomUUID(),
+        leaseExpiresAt: new Date(this.#now().getTime() + leaseMs).toISOString(),
+        startedAt: job.startedAt ?? this.#now().toISOString(),
+      });
+    }
+    return claimed.map((job) => clone(job) as unknown as ClaimedJob<P>);
+  }
+
+  #owned(id: string, workerId: string, leaseId: string | null | undefined): Job {
+    const job = this.all.find((candidate) => candidate.id === id);
+    if (!job || job.status !== 'processing' || job.assignedWorkerId !== workerId) refuse(404, 'NOT_FOUND', 'job_not_found_or_not_owned');
+    if (leaseId && job.leaseId !== leaseId) refuse(409, 'LEASE_EXPIRED', 'Lease expired');
+    return job;
+  }
+
+  async complete(id: string, params: CompleteParams): Promise<{ success: boolean }> {
+    const job = this.#owned(id, params.workerId, params.leaseId);
+    this.#set(job, 'completed', { result: clone(params.result) ?? null, completedAt: this.#now().toISOString(), ...this.#noLease() });
+    return { success: true };
+  }
+
+  async fail(id: string, params: FailParams): Promise<FailResult> {
+    const job = this.#owned(id, params.workerId, params.leaseId);
+    const cancelled = this.#cancelRequested.delete(id);
+    if (cancelled) {
+      this.#set(job, 'cancelled', { lastError: params.error, ...this.#noLease() });
+      return { success: true, willRetry: false };
+    }
+    if (params.retryable !== false && job.retryCount < job.maxRetries) {
+      // No backoff in the fake: a retry is due at once, so tests need no clock.
+      this.#set(job, 'pending', { retryCount: job.retryCount + 1, lastError: params.error, ...this.#noLease() });
+      return { success: true, willRetry: true };
+    }
+    this.#set(job, 'deadletter', { lastError: params.error, ...this.#noLease() });
+    return { success: true, willRetry: false };
+  }
+
+  async heartbeat(id: string, params: HeartbeatParams): Promise<HeartbeatResult> {
+    const job = this.#owned(id, params.workerId, params.leaseId);
+    job.leaseExpiresAt = new Date(this.#now().getTime() + params.leaseDurationSecs * 1000).toISOString();
+    return { success: true, cancelRequested: this.#cancelRequested.has(id), leaseExpiresAt: job.leaseExpiresAt };
+  }
+
+  async completeMany(params: CompleteManyParams): Promise<BatchResult> {
+    return this.#each(params.items, (item) => this.complete(item.jobId, { workerId: params.workerId, leaseId: item.leaseId, result: item.result }));
+  }
+
+  async failMany(params: FailManyParams): Promise<BatchResult> {
+    return this.#each(params.items, (item) => this.fail(item.jobId, { workerId: params.workerId, ...item }));
+  }
+
+  /** Returns a worker's processing jobs to pending (deregistration). */
+  releaseWorker(workerId: string): void {
+    for (const job of this.all) {
+      if (job.status === 'processing' && job.assignedWorkerId === workerId) this.#set(job, 'pending', this.#noLease());
+    }
+  }
+
+  async #each<T extends { jobId: string }>(items: T[], apply: (item: T) => Promise<{ success: boolean; willRetry?: boolean }>): Promise<BatchResult> {
+    const results = [];
+    for (const item of items) {
+      try {
+        const answer = await apply(item);
+        results.push({ jobId: item.jobId, success: true, willRetry: answer.willRetry });
+      } catch (err) {
+        results.push({ jobId: item.jobId, success: false, error: (err as Error).message });
+      }
+    }
+    return { results };
+  }
+
+  #noLease(): Partial<Job> {
+    return { assignedWorkerId: null, leaseId: null, leaseExpiresAt: null };
+  }
+
+  #set(job: Job, status: JobStatus, changes: Partial<Job> = {}): void {
+    Object.assign(job, changes, { status, updatedAt: this.#now().toISOString() });
+  }
+}
+
+export class FakeDlq implements DlqApi {
+  readonly #jobs: FakeJobs;
+
+  constructor(jobs: FakeJobs) {
+    this.#jobs = jobs;
+  }
+
+  #select(queueName: string | undefined): Job[] {
+    return this.#jobs.all.filter((job) => job.status === 'deadletter' && (queueName === undefined || job.queueName === queueName));
+  }
+
+  async list(params: ListDlqParams = {}): Promise<JobSummary[]> {
+    const offset = params.offset ?? 0;
+    return this.#select(params.queueName).reverse().slice(offset, offset + (params.limit ?? 50)).map(summary);
+  }
+
+  async retry(params: RetryDlqParams = {}): Promise<{ retriedCount: number; retriedJobs: string[] }> {
+    const chosen = params.jobIds
+      ? this.#select(undefined).filter((job) => params.jobIds!.includes(job.id))
+      : this.#select(params.queueName).slice(0, params.limit ?? 100);
+    for (const job of chosen) Object.assign(job, { status: 'pending', retryCount: 0, lastError: null, scheduledAt: null });
+    return { retriedCount: chosen.length, retriedJobs: chosen.map((job) => job.id) };
+  }
+
+  async purge(params: PurgeDlqParams): Promise<{ purgedCount: number }> {
+    if (params.confirm !== true) refuse(400, 'VALIDATION_ERROR', 'confirm must be true');
+    const doomed = new Set(this.#select(params.queueName).slice(0, params.limit ?? 10_000));
+    const keep = this.#jobs.all.filter((job) => !doomed.has(job));
+    this.#jobs.all.splice(0, this.#jobs.all.length, ...keep);
+    return { purgedCount: doomed.size };
+  }
+}

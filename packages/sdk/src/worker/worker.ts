@@ -1,0 +1,356 @@
+/**
+ * The worker runtime: registers, claims jobs with the long poll, runs the
+ * handler with up to `concurrency` jobs at once, heartbeats their leases and
+ * reports outcomes in batches. Stops in two phases. Installs no signal
+ * handlers: the application decides when to call `stop()`.
+ */
+import { EventEmitter } from 'node:events';
+import { hostname as osHostname } from 'node:os';
+import { LIMITS, clamp } from '@spool/protocol';
+import { sleep } from '../http.js';
+import type { BatchItemResult, ClaimedJob, JobsResource } from '../resources/jobs.js';
+import type { WorkersResource } from '../resources/queues.js';
+import { describeError } from './errors.js';
+import { Reporter, type Outcome } from './reporter.js';
+import { RunningJob, type Ending, type Handler } from './running-job.js';
+
+/** What the worker needs from a client; `SpoolClient` and the test kit's fake both fit. */
+export interface WorkerClient {
+  jobs: Pick<JobsResource, 'claim' | 'complete' | 'fail' | 'heartbeat' | 'completeMany' | 'failMany'>;
+  workers: Pick<WorkersResource, 'register' | 'heartbeat' | 'deregister'>;
+}
+
+export interface WorkerOptions {
+  queue: string;
+  /** Jobs run at once. Default 5. */
+  concurrency?: number;
+  /** Lease per claim, 5…3600 s. Default 30. */
+  leaseSeconds?: number;
+  /** Heartbeat each job every `leaseSeconds × heartbeatFraction`. Default 1/3 (two beats may fail before the lease ends). */
+  heartbeatFraction?: number;
+  /** Long poll: how long the server may hold a claim open waiting for a job, 0…30000 ms. Default 10000. */
+  waitMs?: number;
+  /** Pause after an empty answer that came back early (servers without long poll); base of the error backoff. Default 1000. */
+  pollIntervalMs?: number;
+  /** Let outcomes wait this long to share a request. Default 0 (outcomes queue only while a request is in flight). */
+  flushIntervalMs?: number;
+  /** Most jobs per claim and per report request. Default 100. */
+  maxBatch?: number;
+  hostname?: string;
+  workerType?: string;
+  version?: string;
+  metadata?: Record<string, unknown>;
+  /** Longest error text sent on fail. Default 2048. */
+  maxErrorLength?: number;
+  /** Stack frames kept in the error text. Default 10. */
+  stackFrames?: number;
+}
+
+export interface FailedInfo {
+  /** From the server when it says; otherwise `retryable && retryCount < maxRetries`. */
+  willRetry: boolean;
+  retryable: boolean;
+}
+
+export interface WorkerEvents {
+  started: [job: ClaimedJob];
+  completed: [job: ClaimedJob, result: unknown];
+  failed: [job: ClaimedJob, error: unknown, info: FailedInfo];
+  error: [error: unknown, job?: ClaimedJob];
+  stopped: [];
+}
+
+export interface StopOptions {
+  /** How long running jobs may finish before they are aborted and handed back. Default 30000. */
+  graceMs?: number;
+}
+
+export interface StopResult {
+  /** Jobs aborted at the end of the grace period and handed back to the server. */
+  released: string[];
+}
+
+export type WorkerState = 'idle' | 'starting' | 'running' | 'stopping' | 'stopped';
+
+const SDK_VERSION = '0.1.0';
+const MAX_ERROR_BACKOFF_MS = 30_000;
+
+function cleanHostname(name: string): string {
+  return name.replace(/[^A-Za-z0-9._-]/g, '-').slice(0, 255) || 'unknown';
+}
+
+export class Worker<P = unknown, R = unknown> extends EventEmitter<WorkerEvents> {
+  readonly queue: string;
+  readonly #client: WorkerClient;
+  readonly #options: Required<Omit<WorkerOptions, 'metadata'>> & { metadata: Record<string, unknown> };
+  #handler: Handler<P, R> | null = null;
+  #state: WorkerState = 'idle';
+  #workerId: string | null = null;
+  #reporter: Reporter | null = null;
+  readonly #running = new Map<string, RunningJob>();
+  /** Jobs aborted by a forced stop, handed back at deregistration. */
+  readonly #released: ClaimedJob[] = [];
+  #slotWaiters: (() => void)[] = [];
+  #loop: Promise<void> | null = null;
+  readonly #claimAbort = new AbortController();
+  #workerHeartbeat: NodeJS.Timeout | null = null;
+  #starting: Promise<void> | null = null;
+  #stopping: Promise<StopResult> | null = null;
+  #forceStop: (() => void) | null = null;
+
+  constructor(client: WorkerClient, options: WorkerOptions) {
+    super();
+    this.#client = client;
+    this.queue = options.queue;
+    this.#options = {
+      queue: options.queue,
+      concurrency: Math.max(1, Math.floor(options.concurrency ?? 5)),
+      leaseSeconds: clamp(options.leaseSeconds ?? LIMITS.leaseSecondsDefault, LIMITS.leaseSecondsMin, LIMITS.leaseSecondsMax),
+      heartbeatFraction: clamp(options.heartbeatFraction ?? 1 / 3, 0.05, 0.9),
+      waitMs: clamp(options.waitMs ?? 10_000, 0, LIMITS.waitMsMax),
+      pollIntervalMs: Math.max(10, options.pollIntervalMs ?? 1000),
+      flushIntervalMs: Math.max(0, options.flushIntervalMs ?? 0),
+      maxBatch: clamp(options.maxBatch ?? 100, 1, LIMITS.claimLimitMax),
+      hostname: cleanHostname(options.hostname ?? osHostname()),
+      workerType: options.workerType ?? 'nodejs',
+      version: options.version ?? SDK_VERSION,
+      metadata: options.metadata ?? {},
+      maxErrorLength: options.maxErrorLength ?? 2048,
+      stackFrames: options.stackFrames ?? 10,
+    };
+  }
+
+  /** The server's id for this worker, once started. */
+  get workerId(): string | null {
+    return this.#workerId;
+  }
+
+  get state(): WorkerState {
+    return this.#state;
+  }
+
+  /** Jobs whose handler is running now. */
+  get runningCount(): number {
+    return this.#running.size;
+  }
+
+  /** Sets the handler: its result completes the job, a throw fails it (`NonRetryableError` → dead-letter queue). */
+  handle(handler: Handler<P, R>): this {
+    this.#handler = handler;
+    return this;
+  }
+
+  /** Registers with the server and starts claiming. Rejects (and stays stopped) when registration fails. */
+  start(): Promise<void> {
+    if (!this.#handler) return Promise.reject(new Error('Worker.start(): call worker.handle(fn) first'));
+    if (this.#state !== 'idle') return Promise.reject(new Error(`Worker.start(): the worker is ${this.#state}`));
+    this.#state = 'starting';
+    this.#starting = this.#start();
+    return this.#starting;
+  }
+
+  async #start(): Promise<void> {
+    let registration;
+    try {
+      registration = await this.#client.workers.register({
+        queueName: this.queue,
+        hostname: this.#options.hostname,
+        workerType: this.#options.workerType,
+        maxConcurrency: this.#options.concurrency,
+        metadata: this.#options.metadata,
+        version: this.#options.version,
+      });
+    } catch (err) {
+      this.#state = 'stopped';
+      throw err;
+    }
+    this.#workerId = registration.id;
+    this.#reporter = new Reporter(this.#client.jobs, {
+      workerId: registration.id,
+      flushIntervalMs: this.#options.flushIntervalMs,
+      maxBatch: this.#options.maxBatch,
+      attempts: 4,
+      onReported: (outcome, answer) => this.#onReported(outcome, answer),
+    });
+    const heartbeatSecs = registration.heartbeatIntervalSecs > 0 ? registration.heartbeatIntervalSecs : 10;
+    this.#workerHeartbeat = setInterval(() => void this.#sendWorkerHeartbeat('healthy'), heartbeatSecs * 1000);
+    this.#state = 'running';
+    this.#loop = this.#claimLoop();
+  }
+
+  /**
+   * Two-phase stop. Phase 1: stop claiming and let running jobs finish for up
+   * to `graceMs`. Phase 2: abort what is left (its `ctx.signal` fires with a
+   * `WorkerShutdownError`) and hand it back: deregistration returns the jobs
+   * to pending, so they run elsewhere without using a retry. Outcomes are
+   * flushed before deregistering. Calling again with a shorter grace (e.g. on
+   * a second Ctrl-C) cuts the wait short.
+   */
+  stop(options: StopOptions = {}): Promise<StopResult> {
+    const graceMs = Math.max(0, options.graceMs ?? 30_000);
+    if (this.#stopping) {
+      if (graceMs === 0) this.#forceStop?.();
+      return this.#stopping;
+    }
+    if (this.#state === 'idle' || this.#state === 'stopped') {
+      this.#state = 'stopped';
+      return (this.#stopping = Promise.resolve({ released: [] }));
+    }
+    this.#stopping = this.#stop(graceMs);
+    return this.#stopping;
+  }
+
+  async #stop(graceMs: number): Promise<StopResult> {
+    // A stop during start waits for the registration, so that it can deregister.
+    await this.#starting?.catch(() => {});
+    if (this.#state === 'stopped') return { released: [] };
+    this.#state = 'stopping';
+    this.#claimAbort.abort(new Error('worker stopping'));
+    void this.#sendWorkerHeartbeat('draining');
+    const forced = new Promise<void>((resolve) => (this.#forceStop = resolve));
+    const graceOver = new AbortController();
+    await Promise.race([this.#allSettled(), sleep(graceMs, graceOver.signal).catch(() => {}), forced]);
+    graceOver.abort();
+    const released = [...this.#running.values()].map((running) => running.job.id);
+    for (const running of [...this.#running.values()]) running.release();
+    await this.#loop;
+    await this.#reporter?.drain();
+    if (this.#workerHeartbeat) clearInterval(this.#workerHeartbeat);
+    await this.#deregister();
+    this.#state = 'stopped';
+    this.emit('stopped');
+    return { released };
+  }
+
+  async #deregister(): Promise<void> {
+    try {
+      await this.#client.workers.deregister(this.#workerId!);
+    } catch (err) {
+      this.#emitError(err);
+      // Without deregistration nobody hands the aborted jobs back: fail them so they are retried.
+      for (const job of this.#released) {
+        this.#reporter!.add({ kind: 'fail', job, error: 'Worker shut down before the job finished', retryable: true });
+      }
+      await this.#reporter?.drain();
+    }
+  }
+
+  async #allSettled(): Promise<void> {
+    while (this.#running.size > 0) await this.#nextSlot();
+  }
+
+  #nextSlot(): Promise<void> {
+    return new Promise((resolve) => this.#slotWaiters.push(resolve));
+  }
+
+  async #claimLoop(): Promise<void> {
+    let errorDelay = this.#options.pollIntervalMs;
+    while (this.#state === 'running') {
+      const free = this.#options.concurrency - this.#running.size;
+      if (free <= 0) {
+        await this.#nextSlot();
+        continue;
+      }
+      const began = Date.now();
+      let jobs: ClaimedJob[];
+      try {
+        jobs = await this.#client.jobs.claim(
+          {
+            queueName: this.queue,
+            workerId: this.#workerId!,
+            limit: Math.min(free, this.#options.maxBatch),
+            leaseDurationSecs: this.#options.leaseSeconds,
+            waitMs: this.#options.waitMs,
+          },
+          { signal: this.#claimAbort.signal },
+        );
+        errorDelay = this.#options.pollIntervalMs;
+      } catch (err) {
+        if (this.#state !== 'running') break;
+        this.#emitError(err);
+        await sleep(errorDelay, this.#claimAbort.signal).catch(() => {});
+        errorDelay = Math.min(errorDelay * 2, MAX_ERROR_BACKOFF_MS);
+        continue;
+      }
+      // Jobs claimed after stop() began are not started; deregistration hands them back.
+      if (this.#state !== 'running') break;
+      for (const job of jobs) this.#run(job);
+      const elapsed = Date.now() - began;
+      if (jobs.length === 0 && elapsed < this.#options.pollIntervalMs) {
+        await sleep(this.#options.pollIntervalMs - elapsed, this.#claimAbort.signal).catch(() => {});
+      }
+    }
+  }
+
+  #run(job: ClaimedJob): void {
+    const running = new RunningJob(job, {
+      workerId: this.#workerId!,
+      leaseSeconds: this.#options.leaseSeconds,
+      heartbeatEveryMs: this.#options.leaseSeconds * this.#options.heartbeatFraction * 1000,
+      jobs: this.#client.jobs,
+      onEnd: (ended, ending) => this.#onEnd(ended, ending),
+      onError: (err, failedJob) => this.#emitError(err, failedJob),
+    });
+    this.#running.set(job.id, running);
+    this.emit('started', job);
+    running.start(this.#handler as Handler);
+  }
+
+  #onEnd(running: RunningJob, ending: Ending): void {
+    const { job } = running;
+    this.#running.delete(job.id);
+    const waiters = this.#slotWaiters;
+    this.#slotWaiters = [];
+    for (const wake of waiters) wake();
+    switch (ending.kind) {
+      case 'complete':
+        this.#reporter!.add({ kind: 'complete', job, result: ending.result });
+        return;
+      case 'fail': {
+        const error = describeError(ending.error, this.#options.maxErrorLength, this.#options.stackFrames);
+        this.#reporter!.add({ kind: 'fail', job, error, retryable: ending.retryable, cause: ending.error });
+        return;
+      }
+      case 'lost':
+        this.#emitError(ending.error, job);
+        return;
+      case 'released':
+        this.#released.push(job);
+        return;
+      default: {
+        const unreachable: never = ending;
+        throw new Error(`unknown ending ${JSON.stringify(unreachable)}`);
+      }
+    }
+  }
+
+  #onReported(outcome: Outcome, answer: BatchItemResult): void {
+    const { job } = outcome;
+    if (!answer.success) {
+      const verb = outcome.kind === 'complete' ? 'complete' : 'fail';
+      this.#emitError(new Error(`Could not ${verb} job ${job.id}: ${answer.error ?? 'refused by the server'}`), job);
+      return;
+    }
+    if (outcome.kind === 'complete') {
+      this.emit('completed', job, outcome.result);
+      return;
+    }
+    const willRetry = answer.willRetry ?? (outcome.retryable && job.retryCount < job.maxRetries);
+    this.emit('failed', job, outcome.cause ?? new Error(outcome.error), { willRetry, retryable: outcome.retryable });
+  }
+
+  async #sendWorkerHeartbeat(status: 'healthy' | 'draining'): Promise<void> {
+    if (!this.#workerId) return;
+    try {
+      await this.#client.workers.heartbeat(this.#workerId, { currentJobs: this.#running.size, status });
+    } catch (err) {
+      this.#emitError(err);
+    }
+  }
+
+  /** Errors go to 'error' listeners; with none, to stderr (an unheard 'error' event would crash the process). */
+  #emitError(err: unknown, job?: ClaimedJob): void {
+    if (this.listenerCount('error') > 0) this.emit('error', err, job);
+    else console.warn(`spool worker (${this.queue}): ${err instanceof Error ? err.message : String(err)}`);
+  }
+}

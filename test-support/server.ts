@@ -10,6 +10,8 @@ import { createTestDatabase, type TestDatabase } from './db.js';
  */
 export interface TestServer {
   url: string;
+  /** Bound gRPC port on 127.0.0.1. */
+  grpcPort: number;
   spool: RunningSpool;
   database: TestDatabase;
   /** Initial key (all queues) of the default test organization. */
@@ -29,6 +31,8 @@ export async function startTestServer(label: string, overrides: Partial<Config> 
     databaseUrl: database.url,
     host: '127.0.0.1',
     port: 0,
+    // Test files run in parallel: never the fixed default port.
+    grpcPort: 0,
     logLevel: 'silent',
     adminApiKey: 'test-admin-key',
     defaultPlan: 'enterprise',
@@ -44,6 +48,7 @@ export async function startTestServer(label: string, overrides: Partial<Config> 
   const first = await createOrganization();
   const server: TestServer = {
     url: spool.url,
+    grpcPort: spool.grpcPort,
     spool,
     database,
     apiKey: first.apiKey,

@@ -10,6 +10,9 @@ export interface Config {
   host: string;
   port: number;
   grpcPort: number;
+  /** PEM certificate chain and private key for gRPC TLS; both null = plaintext. */
+  grpcTlsCert: string | null;
+  grpcTlsKey: string | null;
   adminApiKey: string | null;
   jwtSecret: string | null;
   registrationMode: 'open' | 'closed';
@@ -36,13 +39,23 @@ function oneOf<T extends string>(env: NodeJS.ProcessEnv, name: string, allowed: 
   return raw as T;
 }
 
+function pairedFiles(env: NodeJS.ProcessEnv, certName: string, keyName: string): [string | null, string | null] {
+  const cert = env[certName] || null;
+  const key = env[keyName] || null;
+  if ((cert === null) !== (key === null)) throw new Error(`${certName} and ${keyName} must be set together (got only ${cert ? certName : keyName})`);
+  return [cert, key];
+}
+
 export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
+  const [grpcTlsCert, grpcTlsKey] = pairedFiles(env, 'GRPC_TLS_CERT', 'GRPC_TLS_KEY');
   return {
     databaseUrl: env.DATABASE_URL || null,
     dataDir: env.SPOOL_DATA_DIR || '.spool',
     host: env.HOST || '0.0.0.0',
     port: int(env, 'PORT', 8080, 0, 65535),
     grpcPort: int(env, 'GRPC_PORT', 50051, 0, 65535),
+    grpcTlsCert,
+    grpcTlsKey,
     adminApiKey: env.ADMIN_API_KEY || null,
     jwtSecret: env.JWT_SECRET || null,
     registrationMode: oneOf(env, 'REGISTRATION_MODE', ['open', 'closed'] as const, 'open'),

@@ -16,16 +16,19 @@ import { ClaimWaiters } from './claim-waiters.js';
 import { EnqueueBatcher } from './enqueue-batcher.js';
 import type { Config } from './config.js';
 import { startEmbeddedPostgres, type EmbeddedPostgres } from './embedded-postgres.js';
+import { GrpcServer } from './grpc/server.js';
 import { TokenService } from './http/jwt.js';
 import { VERSION } from './version.js';
 
 export interface RunningSpool {
   /** Base URL of the HTTP listener, e.g. http://127.0.0.1:8080 */
   url: string;
+  /** Bound port of the gRPC listener (same host as HTTP). */
+  grpcPort: number;
   databaseUrl: string;
   db: Db;
   logger: Logger;
-  /** Two-phase stop: stop accepting and finish requests, then services, pools and the embedded database. */
+  /** Two-phase stop: stop accepting and finish requests and gRPC calls (streams end cleanly), then services, pools and the embedded database. */
   stop(): Promise<void>;
 }
 
@@ -70,20 +73,29 @@ export async function startSpool(config: Config, options: StartOptions = {}): Pr
     const tokens = await TokenService.create(db, config.jwtSecret);
     const claimWaiters = new ClaimWaiters(notifier);
     const enqueueBatcher = new EnqueueBatcher(db);
+    const grpc = new GrpcServer({
+      db, notifier, tokens, logger, host: config.host, port: config.grpcPort,
+      tls: config.grpcTlsCert && config.grpcTlsKey ? { certFile: config.grpcTlsCert, keyFile: config.grpcTlsKey } : null,
+    });
+    services.push(grpc);
+    await grpc.start();
+    const grpcPort = grpc.port;
     const app = await buildApp({ db, notifier, config, logger, tokens, startedAt: new Date(), version: VERSION, claimWaiters, enqueueBatcher });
     const address = await app.listen({ host: config.host, port: config.port });
     const url = address.replace('0.0.0.0', '127.0.0.1').replace('[::]', '127.0.0.1');
-    logger.info({ url }, 'Spool is listening');
+    logger.info({ url, grpcPort, grpcTls: config.grpcTlsCert !== null }, 'Spool is listening');
 
     let stopping: Promise<void> | null = null;
     return {
       url,
+      grpcPort,
       databaseUrl,
       db,
       logger,
       stop() {
         stopping ??= (async () => {
-          await app.close();
+          // HTTP and gRPC drain side by side (stopping the gRPC server again below is a no-op).
+          await Promise.all([app.close(), grpc.stop()]);
           await enqueueBatcher.drain();
           for (const service of [...services].reverse()) await service.stop();
           await db.end();

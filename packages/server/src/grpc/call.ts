@@ -1,0 +1,53 @@
+import type { Metadata, sendUnaryData, ServerUnaryCall } from '@grpc/grpc-js';
+import type { Logger } from 'pino';
+import type { Db } from '@spool/engine';
+import { authenticate, type AuthContext } from '../http/auth.js';
+import type { TokenService } from '../http/jwt.js';
+import { toGrpcFailure, toServiceError } from './errors.js';
+import type { JobWakeups } from './job-wakeups.js';
+
+/** What the gRPC services need; built once by the gRPC server. */
+export interface GrpcContext {
+  db: Db;
+  tokens: TokenService;
+  logger: Logger;
+  wakeups: JobWakeups;
+  /** Aborted when the server begins to shut down: streams end cleanly at their next step. */
+  shutdown: AbortSignal;
+}
+
+function first(metadata: Metadata, key: string): string | null {
+  const value = metadata.get(key)[0];
+  if (value === undefined) return null;
+  return typeof value === 'string' ? value : value.toString('utf8');
+}
+
+/** The credential of a call: `x-api-key`, else `authorization: Bearer <key or access token>`. */
+export function credentialFrom(metadata: Metadata): string | null {
+  const apiKey = first(metadata, 'x-api-key')?.trim();
+  if (apiKey) return apiKey;
+  const header = first(metadata, 'authorization');
+  const match = header ? /^Bearer\s+(\S+)\s*$/i.exec(header) : null;
+  return match ? match[1]! : null;
+}
+
+/** Authenticates a call exactly as REST authenticates a request (same keys, tokens and tenancy). */
+export function authenticateCall(ctx: GrpcContext, metadata: Metadata): Promise<AuthContext> {
+  return authenticate(ctx.db, ctx.tokens, credentialFrom(metadata));
+}
+
+/** A unary handler that authenticates, runs `handler` and maps any thrown error to a status. */
+export function unary<Req, Res>(
+  ctx: GrpcContext,
+  method: string,
+  handler: (auth: AuthContext, request: Req) => Promise<Res>,
+): (call: ServerUnaryCall<Req, Res>, callback: sendUnaryData<Res>) => void {
+  return (call, callback) => {
+    authenticateCall(ctx, call.metadata)
+      .then((auth) => handler(auth, call.request))
+      .then(
+        (response) => callback(null, response),
+        (err: unknown) => callback(toServiceError(toGrpcFailure(err, ctx.logger, method))),
+      );
+  };
+}

@@ -1,0 +1,208 @@
+import type { UntypedServiceImplementation } from '@grpc/grpc-js';
+import { LeaseExpiredError, LIMITS, NotFoundError, PayloadTooLargeError, ValidationError } from '@spool/protocol';
+import {
+  isUuid,
+  jobClaim,
+  jobCompleteMany,
+  jobFailMany,
+  jobHeartbeat,
+  jobInsertMany,
+  queueJobCounts,
+  type FenceFailure,
+  type JobRow,
+} from '@spool/engine';
+import { assertQueueAllowed, type AuthContext } from '../http/auth.js';
+import { jsonBytes } from '../wire/common.js';
+import { unary, type GrpcContext } from './call.js';
+import { fromTimestamp, jobToProto, structToJson, toTimestamp, type ProtoJob, type ProtoStruct, type ProtoTimestamp } from './convert.js';
+import { processJobs, streamJobs } from './queue-streams.js';
+import { batchSize, checkQueueName, checkWorkerId, intOrDefault, leaseSeconds, optionalString } from './validate.js';
+
+/* QueueService (CONTRACT §5): request and response shapes as the server's proto-loader sees them. */
+
+export interface EnqueueRequest {
+  queue_name: string;
+  payload: ProtoStruct | null;
+  priority: number;
+  max_retries: number;
+  timeout_seconds: number;
+  scheduled_at: ProtoTimestamp | null;
+  idempotency_key: string;
+  tags: Record<string, string>;
+}
+export interface DequeueRequest {
+  queue_name: string;
+  worker_id: string;
+  lease_duration_secs: number;
+  batch_size: number;
+}
+export interface CompleteRequest {
+  job_id: string;
+  worker_id: string;
+  result: ProtoStruct | null;
+  lease_id: string;
+}
+export interface FailRequest {
+  job_id: string;
+  worker_id: string;
+  error: string;
+  retry: boolean;
+  lease_id: string;
+}
+export interface RenewLeaseRequest {
+  job_id: string;
+  worker_id: string;
+  extension_secs: number;
+  lease_id: string;
+}
+export interface FailResponse {
+  success: boolean;
+  will_retry: boolean;
+  next_retry_delay_secs: number;
+}
+export interface RenewLeaseResponse {
+  success: boolean;
+  new_expires_at: ProtoTimestamp | null;
+}
+
+/** Creates one job; an idempotent repeat answers the original id with `created: false`. */
+export async function enqueue(ctx: GrpcContext, auth: AuthContext, request: EnqueueRequest): Promise<{ job_id: string; created: boolean }> {
+  const queueName = checkQueueName(request.queue_name);
+  const payload = request.payload ? structToJson(request.payload, 'payload') : {};
+  const payloadBytes = jsonBytes(payload);
+  if (payloadBytes > LIMITS.payloadBytesMax) {
+    throw new PayloadTooLargeError(`payload is ${payloadBytes} bytes; the limit is ${LIMITS.payloadBytesMax}`, { field: 'payload' });
+  }
+  const tags = Object.keys(request.tags ?? {}).length > 0 ? request.tags : null;
+  if (tags && jsonBytes(tags) > LIMITS.tagsBytesMax) throw new PayloadTooLargeError(`tags exceed ${LIMITS.tagsBytesMax} bytes`, { field: 'tags' });
+  const idempotencyKey = optionalString(request.idempotency_key);
+  if (idempotencyKey && idempotencyKey.length > LIMITS.idempotencyKeyMax) {
+    throw new ValidationError(`idempotency_key must be at most ${LIMITS.idempotencyKeyMax} characters`, { field: 'idempotency_key' });
+  }
+  const job = {
+    organizationId: auth.organizationId,
+    queueName,
+    payload,
+    priority: intOrDefault(request.priority, 0, 'priority', LIMITS.priorityMin, LIMITS.priorityMax),
+    maxRetries: intOrDefault(request.max_retries, 3, 'max_retries', LIMITS.maxRetriesMin, LIMITS.maxRetriesMax),
+    timeoutSeconds: intOrDefault(request.timeout_seconds, 300, 'timeout_seconds', LIMITS.timeoutSecondsMin, LIMITS.timeoutSecondsMax),
+    scheduledAt: fromTimestamp(request.scheduled_at, 'scheduled_at'),
+    idempotencyKey,
+    tags,
+  };
+  assertQueueAllowed(auth, queueName);
+  const [inserted] = await jobInsertMany(ctx.db, [job]);
+  return { job_id: inserted!.id, created: inserted!.created };
+}
+
+/** Claims up to `limit` due jobs of a queue for a worker (REST claim semantics). */
+export async function claimJobs(ctx: GrpcContext, auth: AuthContext, queueName: string, workerId: string, limit: number, lease: number): Promise<JobRow[]> {
+  return jobClaim(ctx.db, { organizationId: auth.organizationId, queueName, workerId, limit, leaseSeconds: lease });
+}
+
+/** Checks a dequeue-shaped request; returns the clamped claim parameters. */
+export function dequeueParams(auth: AuthContext, request: { queue_name: string; worker_id: string; lease_duration_secs: number; batch_size?: number }) {
+  const queueName = checkQueueName(request.queue_name);
+  const workerId = checkWorkerId(request.worker_id);
+  assertQueueAllowed(auth, queueName);
+  return { queueName, workerId, lease: leaseSeconds(request.lease_duration_secs), limit: batchSize(request.batch_size ?? 1) };
+}
+
+/** Leases a batch; an empty list (never an error) when nothing is due. */
+export async function dequeue(ctx: GrpcContext, auth: AuthContext, request: DequeueRequest): Promise<{ jobs: ProtoJob[] }> {
+  const p = dequeueParams(auth, request);
+  const rows = await claimJobs(ctx, auth, p.queueName, p.workerId, p.limit, p.lease);
+  return { jobs: rows.map(jobToProto) };
+}
+
+function fenceError(reason: FenceFailure): Error {
+  if (reason === 'lease_mismatch') return new LeaseExpiredError('Lease expired: lease_id is not the job\'s current lease (the job was re-leased)');
+  return new NotFoundError('Job not found, not processing, or not owned by this worker');
+}
+
+/** Completes a job the worker holds; NOT_FOUND when it does not, FAILED_PRECONDITION on a stale lease. */
+export async function complete(ctx: GrpcContext, auth: AuthContext, request: CompleteRequest): Promise<{ success: boolean }> {
+  const workerId = checkWorkerId(request.worker_id);
+  const result = request.result ? structToJson(request.result, 'result') : undefined;
+  if (result !== undefined && jsonBytes(result) > LIMITS.payloadBytesMax) {
+    throw new PayloadTooLargeError(`result exceeds ${LIMITS.payloadBytesMax} bytes`, { field: 'result' });
+  }
+  const [outcome] = await jobCompleteMany(ctx.db, auth.organizationId, [{ id: request.job_id, workerId, leaseId: optionalString(request.lease_id), result }]);
+  if (!outcome!.ok) throw fenceError(outcome!.reason);
+  return { success: true };
+}
+
+/** Fails a job the worker holds: retried after the engine's backoff while retries remain and `retry` is set, else dead-lettered. */
+export async function fail(ctx: GrpcContext, auth: AuthContext, request: FailRequest): Promise<FailResponse> {
+  const workerId = checkWorkerId(request.worker_id);
+  const [outcome] = await jobFailMany(ctx.db, auth.organizationId, [{
+    id: request.job_id,
+    workerId,
+    leaseId: optionalString(request.lease_id),
+    error: request.error ?? '',
+    retryable: request.retry === true,
+  }]);
+  if (!outcome!.ok) throw fenceError(outcome!.reason);
+  // The engine schedules the retry (DESIGN's seconds backoff, docs/state-machine.md); report that delay.
+  const delayMs = outcome!.willRetry && outcome!.retryAt ? outcome!.retryAt.getTime() - Date.now() : 0;
+  return { success: true, will_retry: outcome!.willRetry, next_retry_delay_secs: Math.max(0, Math.ceil(delayMs / 1000)) };
+}
+
+/** Extends the worker's lease; a job it does not hold is `success: false`, not an error. */
+export async function renewLease(ctx: GrpcContext, auth: AuthContext, request: RenewLeaseRequest): Promise<RenewLeaseResponse> {
+  const workerId = checkWorkerId(request.worker_id);
+  const outcome = await jobHeartbeat(ctx.db, {
+    organizationId: auth.organizationId,
+    id: request.job_id,
+    workerId,
+    leaseId: optionalString(request.lease_id),
+    leaseSeconds: leaseSeconds(request.extension_secs),
+  });
+  if (!outcome.ok) return { success: false, new_expires_at: null };
+  return { success: true, new_expires_at: toTimestamp(outcome.leaseExpiresAt) };
+}
+
+/** The job, or unset when no job of the caller's organization has that id (any string). */
+export async function getJob(ctx: GrpcContext, auth: AuthContext, request: { job_id: string }): Promise<{ job: ProtoJob | null }> {
+  if (!isUuid(request.job_id)) return { job: null };
+  // Same read as REST GET /jobs/{id}.
+  const result = await ctx.db.query<JobRow>('SELECT * FROM spool.jobs WHERE organization_id = $1 AND id = $2', [auth.organizationId, request.job_id]);
+  const row = result.rows[0];
+  return { job: row ? jobToProto(row) : null };
+}
+
+/** Counts by status; an unknown queue is all zeros. */
+export async function getQueueStats(ctx: GrpcContext, auth: AuthContext, request: { queue_name: string }) {
+  const queueName = checkQueueName(request.queue_name);
+  assertQueueAllowed(auth, queueName);
+  const counts = await queueJobCounts(ctx.db, auth.organizationId, queueName);
+  const s = counts.byStatus;
+  return {
+    queue_name: queueName,
+    pending: String(s.pending),
+    scheduled: String(s.scheduled),
+    processing: String(s.processing),
+    completed: String(s.completed),
+    failed: String(s.failed),
+    deadletter: String(s.deadletter),
+    total: String(counts.total),
+    max_age_ms: String(counts.oldestPendingAgeMs),
+  };
+}
+
+/** The QueueService implementation for grpc-js. */
+export function queueService(ctx: GrpcContext): UntypedServiceImplementation {
+  const bind = <Req, Res>(method: string, fn: (ctx: GrpcContext, auth: AuthContext, request: Req) => Promise<Res>) =>
+    unary<Req, Res>(ctx, method, (auth, request) => fn(ctx, auth, request));
+  return {
+    Enqueue: bind('Enqueue', enqueue),
+    Dequeue: bind('Dequeue', dequeue),
+    Complete: bind('Complete', complete),
+    Fail: bind('Fail', fail),
+    RenewLease: bind('RenewLease', renewLease),
+    GetJob: bind('GetJob', getJob),
+    GetQueueStats: bind('GetQueueStats', getQueueStats),
+    StreamJobs: streamJobs(ctx),
+    ProcessJobs: processJobs(ctx),
+  };
+}

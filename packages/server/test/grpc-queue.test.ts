@@ -91,6 +91,8 @@ describe('QueueService.Enqueue and GetJob', () => {
     await rejects(enqueue({ queueName: 'q', timeoutSeconds: 90_000 }), status.INVALID_ARGUMENT, /timeout_seconds/);
     await rejects(enqueue({ queueName: 'q', idempotencyKey: 'k'.repeat(256) }), status.INVALID_ARGUMENT, /idempotency_key/);
     await rejects(enqueue({ queueName: 'q', payload: toStruct({ big: 'x'.repeat(1024 * 1024) }) }), status.INVALID_ARGUMENT, /payload/);
+    await rejects(enqueue({ queueName: 'q', payload: toStruct({ nul: 'a\u0000b' }) }), status.INVALID_ARGUMENT, /invalid/);
+    await rejects(enqueue({ queueName: 'q', idempotencyKey: 'k\u0000' }), status.INVALID_ARGUMENT, /invalid/);
   });
 
   it('accepts a 100 KB payload', async () => {
@@ -174,8 +176,10 @@ describe('QueueService.Complete', () => {
     assert.equal((await getJob(jobId)).status, 'JOB_STATUS_PROCESSING', 'nothing changed');
   });
 
-  it('requires a worker id', async () => {
+  it('requires a worker id, and refuses one PostgreSQL cannot store as INVALID_ARGUMENT, not INTERNAL', async () => {
     await rejects(client.call('queue', 'Complete', { jobId: randomUUID(), workerId: '' }), status.INVALID_ARGUMENT, /Worker ID is required/);
+    await rejects(client.call('queue', 'Complete', { jobId: randomUUID(), workerId: 'w\u0000' }), status.INVALID_ARGUMENT, /invalid/);
+    await rejects(dequeue({ queueName: 'q', workerId: 'w\u0000' }), status.INVALID_ARGUMENT, /invalid/);
   });
 });
 
@@ -214,6 +218,12 @@ describe('QueueService.Fail', () => {
     const { jobId } = await leasedJob();
     assert.equal((await client.call('queue', 'Fail', { jobId, workerId: 'worker-a', error: 'e'.repeat(5000), retry: false })).success, true);
     assert.equal((await getJob(jobId)).lastError.length, 4096);
+  });
+
+  it('keeps an error text that carries NUL characters', async () => {
+    const { jobId } = await leasedJob();
+    assert.equal((await client.call('queue', 'Fail', { jobId, workerId: 'worker-a', error: 'bad\u0000byte', retry: false })).success, true);
+    assert.equal((await getJob(jobId)).lastError, 'bad\uFFFDbyte');
   });
 
   it('answers NOT_FOUND when the worker does not hold the job', async () => {

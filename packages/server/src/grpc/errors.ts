@@ -27,8 +27,9 @@ const BY_DOMAIN_CODE: Record<string, Status> = {
   INTERNAL_ERROR: Status.INTERNAL,
 };
 
-// PostgreSQL SQLSTATEs that mean the input was wrong (same set as the HTTP layer).
-const PG_CLIENT_ERRORS = new Set(['22P02', '22003', '22007', '22008', '22001', '22023', '22P05', '23514', '54000']);
+// PostgreSQL SQLSTATEs that mean the input was wrong (the HTTP layer's set, plus 22021:
+// a NUL character in a text value, which protobuf strings may carry and JSON bodies rarely do).
+const PG_CLIENT_ERRORS = new Set(['22P02', '22003', '22007', '22008', '22001', '22021', '22023', '22P05', '23514', '54000']);
 // Transient database states: the client may retry.
 const PG_TRANSIENT = new Set(['40001', '40P01', '57P01', '57P03', '53300', '08006', '08003', '08001']);
 

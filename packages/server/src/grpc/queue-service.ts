@@ -139,7 +139,8 @@ export async function fail(ctx: GrpcContext, auth: AuthContext, request: FailReq
     id: request.job_id,
     workerId,
     leaseId: optionalString(request.lease_id),
-    error: request.error ?? '',
+    // A worker's error text is kept even when it carries NULs, which PostgreSQL text cannot store.
+    error: (request.error ?? '').replaceAll('\u0000', '\uFFFD'),
     retryable: request.retry === true,
   }]);
   if (!outcome!.ok) throw fenceError(outcome!.reason);

@@ -24,6 +24,8 @@ import {
 /** Longest idle wait between claim attempts. Notifications usually cut it short; the
  *  poll still finds jobs nothing announces (a retry whose backoff has elapsed). */
 const IDLE_POLL_MS = 1_000;
+/** Most jobs StreamJobs claims in one statement while a backlog lasts (they are sent one message each). */
+const STREAM_BATCH_MAX = 16;
 /** How long a ProcessJobs `dequeue` waits for a job before answering NO_JOBS. */
 const PROCESS_DEQUEUE_WAIT_MS = 1_000;
 /** Inbound ProcessJobs requests buffered before reading pauses (HTTP/2 flow control takes over). */
@@ -71,10 +73,11 @@ function endWithError(ctx: GrpcContext, call: NodeJS.EventEmitter & { cancelled:
 }
 
 /**
- * StreamJobs: claim one job, send it, repeat; when none is due, wait for a
- * wake-up (at most IDLE_POLL_MS). Jobs are claimed only as fast as the
- * client reads (backpressure). A job claimed for a client that disconnected
- * before it arrived is recovered by the lease reaper.
+ * StreamJobs: claim, send, repeat; when none is due, wait for a wake-up (at
+ * most IDLE_POLL_MS). Jobs are claimed only as fast as the client reads
+ * (backpressure); during a backlog several are claimed per statement. A job
+ * claimed for a client that disconnected before it arrived is recovered by
+ * the lease reaper when its lease expires.
  */
 export function streamJobs(ctx: GrpcContext) {
   return (call: ServerWritableStream<StreamJobsRequest, ProtoJob>): void => {
@@ -93,16 +96,22 @@ async function runStreamJobs(ctx: GrpcContext, call: ServerWritableStream<Stream
     return endWithError(ctx, call, err, 'StreamJobs');
   }
   try {
+    let batch = 1;
     while (!signal.aborted) {
       const waiter = ctx.wakeups.arm(auth.organizationId, params.queueName);
-      const [row] = await claimJobs(ctx, auth, params.queueName, params.workerId, 1, params.lease);
-      if (!row) {
+      const rows = await claimJobs(ctx, auth, params.queueName, params.workerId, batch, params.lease);
+      if (rows.length === 0) {
+        batch = 1;
         await waiter.wait(IDLE_POLL_MS, signal);
         continue;
       }
       waiter.cancel();
+      // A full batch means a backlog: claim more per round trip, up to STREAM_BATCH_MAX.
+      batch = rows.length === batch ? Math.min(batch * 2, STREAM_BATCH_MAX) : 1;
+      let writable = true;
+      for (const row of rows) writable = call.write(jobToProto(row));
       if (call.cancelled) break;
-      if (!call.write(jobToProto(row))) await drained(call, signal);
+      if (!writable) await drained(call, signal);
     }
     if (!call.cancelled) call.end();
   } catch (err) {

@@ -19,6 +19,8 @@ export const PROTO_PATH = fileURLToPath(new URL('../../proto/spooled.proto', imp
  * member alongside it. Clients pick their own options (the SDK uses camelCase);
  * the wire bytes do not depend on them.
  */
+const MAX_MESSAGE_BYTES = 6 * 1024 * 1024;
+
 const SERVER_LOADER_OPTIONS: protoLoader.Options = { keepCase: true, longs: String, enums: String, defaults: true, oneofs: true };
 
 export interface GrpcServerOptions {
@@ -80,7 +82,9 @@ export class GrpcServer {
     const proto = grpc.loadPackageDefinition(definition) as unknown as ServiceConstructors;
     this.#wakeups = new NotifierJobWakeups(o.notifier);
     const ctx: GrpcContext = { db: o.db, tokens: o.tokens, logger: o.logger, wakeups: this.#wakeups, shutdown: this.#shutdown.signal };
-    const server = new grpc.Server();
+    // Room above the 1 MiB payload limit, so an oversized payload gets our INVALID_ARGUMENT
+    // rather than grpc-js's RESOURCE_EXHAUSTED (which SDK clients retry as a rate limit).
+    const server = new grpc.Server({ 'grpc.max_receive_message_length': MAX_MESSAGE_BYTES });
     server.addService(proto.spooled.v1.QueueService.service, queueService(ctx));
     server.addService(proto.spooled.v1.WorkerService.service, workerService(ctx));
     this.#server = server;

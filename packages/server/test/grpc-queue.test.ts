@@ -100,6 +100,13 @@ describe('QueueService.Enqueue and GetJob', () => {
     assert.equal((fromStruct((await getJob(created.jobId)).payload) as { blob: string }).blob.length, 100_000);
   });
 
+  it('wraps a REST payload that is not a JSON object as {"value": …}', async () => {
+    for (const payload of [42, 'text', [1, { a: true }]]) {
+      const created = await server.request('POST', '/api/v1/jobs', { body: { queue_name: 'rest', payload } });
+      assert.deepEqual(fromStruct((await getJob(created.body.id)).payload), { value: payload });
+    }
+  });
+
   it('answers GetJob for any unknown id string with an unset job', async () => {
     for (const jobId of ['', 'nope', randomUUID(), "'; DROP TABLE spool.jobs; --", 'ü'.repeat(300)]) {
       assert.equal(await getJob(jobId), null, jobId);

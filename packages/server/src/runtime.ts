@@ -11,7 +11,7 @@ import {
   type Db,
   type Service,
 } from '@spool/engine';
-import { buildApp } from './app.js';
+import { buildApp, type AppContext } from './app.js';
 import { ClaimWaiters } from './claim-waiters.js';
 import { EnqueueBatcher } from './enqueue-batcher.js';
 import type { Config } from './config.js';
@@ -73,14 +73,17 @@ export async function startSpool(config: Config, options: StartOptions = {}): Pr
     const tokens = await TokenService.create(db, config.jwtSecret);
     const claimWaiters = new ClaimWaiters(notifier);
     const enqueueBatcher = new EnqueueBatcher(db);
+    const context: AppContext = { db, notifier, config, logger, tokens, startedAt: new Date(), version: VERSION, claimWaiters, enqueueBatcher };
     const grpc = new GrpcServer({
-      db, notifier, tokens, logger, host: config.host, port: config.grpcPort,
+      context,
+      host: config.host,
+      port: config.grpcPort,
       tls: config.grpcTlsCert && config.grpcTlsKey ? { certFile: config.grpcTlsCert, keyFile: config.grpcTlsKey } : null,
     });
     services.push(grpc);
     await grpc.start();
     const grpcPort = grpc.port;
-    const app = await buildApp({ db, notifier, config, logger, tokens, startedAt: new Date(), version: VERSION, claimWaiters, enqueueBatcher });
+    const app = await buildApp(context);
     const address = await app.listen({ host: config.host, port: config.port });
     const url = address.replace('0.0.0.0', '127.0.0.1').replace('[::]', '127.0.0.1');
     logger.info({ url, grpcPort, grpcTls: config.grpcTlsCert !== null }, 'Spool is listening');

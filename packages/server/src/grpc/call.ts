@@ -1,17 +1,10 @@
 import type { Metadata, sendUnaryData, ServerUnaryCall } from '@grpc/grpc-js';
-import type { Logger } from 'pino';
-import type { Db } from '@spool/engine';
+import type { AppContext } from '../app.js';
 import { authenticate, type AuthContext } from '../http/auth.js';
-import type { TokenService } from '../http/jwt.js';
 import { toGrpcFailure, toServiceError } from './errors.js';
-import type { JobWakeups } from './job-wakeups.js';
 
-/** What the gRPC services need; built once by the gRPC server. */
-export interface GrpcContext {
-  db: Db;
-  tokens: TokenService;
-  logger: Logger;
-  wakeups: JobWakeups;
+/** What the gRPC services need: the REST handlers' context (same pool, auth, claim waiters, group commit), plus shutdown. */
+export interface GrpcContext extends AppContext {
   /** Aborted when the server begins to shut down: streams end cleanly at their next step. */
   shutdown: AbortSignal;
 }

@@ -1,17 +1,17 @@
 import type { UntypedServiceImplementation } from '@grpc/grpc-js';
 import { LeaseExpiredError, LIMITS, NotFoundError, PayloadTooLargeError, ValidationError } from '@spool/protocol';
 import {
-  isUuid,
   jobClaim,
   jobCompleteMany,
   jobFailMany,
+  jobGet,
   jobHeartbeat,
-  jobInsertMany,
   queueJobCounts,
   type FenceFailure,
   type JobRow,
 } from '@spool/engine';
 import { assertQueueAllowed, type AuthContext } from '../http/auth.js';
+import { admitJobs } from '../http/job-admission.js';
 import { jsonBytes } from '../wire/common.js';
 import { unary, type GrpcContext } from './call.js';
 import { fromTimestamp, jobToProto, structToJson, toTimestamp, type ProtoJob, type ProtoStruct, type ProtoTimestamp } from './convert.js';
@@ -91,8 +91,10 @@ export async function enqueue(ctx: GrpcContext, auth: AuthContext, request: Enqu
     tags,
   };
   assertQueueAllowed(auth, queueName);
-  const [inserted] = await jobInsertMany(ctx.db, [job]);
-  return { job_id: inserted!.id, created: inserted!.created };
+  // As REST POST /jobs: plan limits after validation, then the shared group commit.
+  await admitJobs(ctx, auth, [{ queueName, payloadBytes }]);
+  const inserted = await ctx.enqueueBatcher.enqueue(job);
+  return { job_id: inserted.id, created: inserted.created };
 }
 
 /** Claims up to `limit` due jobs of a queue for a worker (REST claim semantics). */
@@ -165,10 +167,7 @@ export async function renewLease(ctx: GrpcContext, auth: AuthContext, request: R
 
 /** The job, or unset when no job of the caller's organization has that id (any string). */
 export async function getJob(ctx: GrpcContext, auth: AuthContext, request: { job_id: string }): Promise<{ job: ProtoJob | null }> {
-  if (!isUuid(request.job_id)) return { job: null };
-  // Same read as REST GET /jobs/{id}.
-  const result = await ctx.db.query<JobRow>('SELECT * FROM spool.jobs WHERE organization_id = $1 AND id = $2', [auth.organizationId, request.job_id]);
-  const row = result.rows[0];
+  const row = await jobGet(ctx.db, auth.organizationId, request.job_id);
   return { job: row ? jobToProto(row) : null };
 }
 

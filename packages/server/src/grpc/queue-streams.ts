@@ -1,4 +1,5 @@
 import type { ServerDuplexStream, ServerWritableStream } from '@grpc/grpc-js';
+import { ClaimWaiters, claimWithWait } from '../claim-waiters.js';
 import type { AuthContext } from '../http/auth.js';
 import { authenticateCall, type GrpcContext } from './call.js';
 import { jobToProto, type ProtoJob } from './convert.js';
@@ -17,8 +18,9 @@ import {
 
 /*
  * The two streaming worker methods. Both authenticate once at call start,
- * wake on `spool_jobs` notifications instead of sleeping, and end with an
- * OK status when the server shuts down.
+ * wait for jobs through the process's claim waiters (woken by `spool_jobs`
+ * notifications, shared with REST long polls) instead of sleeping, and end
+ * with an OK status when the server shuts down.
  */
 
 /** Longest idle wait between claim attempts. Notifications usually cut it short; the
@@ -96,16 +98,18 @@ async function runStreamJobs(ctx: GrpcContext, call: ServerWritableStream<Stream
     return endWithError(ctx, call, err, 'StreamJobs');
   }
   try {
+    const key = ClaimWaiters.key(auth.organizationId, params.queueName);
     let batch = 1;
     while (!signal.aborted) {
-      const waiter = ctx.wakeups.arm(auth.organizationId, params.queueName);
-      const rows = await claimJobs(ctx, auth, params.queueName, params.workerId, batch, params.lease);
+      const limit = batch;
+      const rows = await claimWithWait(ctx.claimWaiters, { key, waitMs: IDLE_POLL_MS, limit, signal }, () =>
+        claimJobs(ctx, auth, params.queueName, params.workerId, limit, params.lease));
       if (rows.length === 0) {
+        // Closed waiters answer at once: the process is stopping, so stop too rather than spin.
+        if (ctx.claimWaiters.closed) break;
         batch = 1;
-        await waiter.wait(IDLE_POLL_MS, signal);
         continue;
       }
-      waiter.cancel();
       // A full batch means a backlog: claim more per round trip, up to STREAM_BATCH_MAX.
       batch = rows.length === batch ? Math.min(batch * 2, STREAM_BATCH_MAX) : 1;
       let writable = true;
@@ -208,19 +212,9 @@ async function processOne(ctx: GrpcContext, auth: AuthContext, request: ProcessR
 
 async function dequeueOne(ctx: GrpcContext, auth: AuthContext, request: DequeueRequest, interrupt: AbortSignal, busy: () => boolean): Promise<ProtoJob | null> {
   const params = dequeueParams(auth, { ...request, batch_size: 1 });
-  const deadline = Date.now() + PROCESS_DEQUEUE_WAIT_MS;
-  for (;;) {
-    const waiter = ctx.wakeups.arm(auth.organizationId, params.queueName);
-    const [row] = await claimJobs(ctx, auth, params.queueName, params.workerId, 1, params.lease);
-    if (row) {
-      waiter.cancel();
-      return jobToProto(row);
-    }
-    const left = deadline - Date.now();
-    if (left <= 0 || busy() || interrupt.aborted) {
-      waiter.cancel();
-      return null;
-    }
-    if (!(await waiter.wait(left, interrupt))) return null;
-  }
+  const key = ClaimWaiters.key(auth.organizationId, params.queueName);
+  const waitMs = busy() ? 0 : PROCESS_DEQUEUE_WAIT_MS;
+  const [row] = await claimWithWait(ctx.claimWaiters, { key, waitMs, limit: 1, signal: interrupt }, () =>
+    claimJobs(ctx, auth, params.queueName, params.workerId, 1, params.lease));
+  return row ? jobToProto(row) : null;
 }

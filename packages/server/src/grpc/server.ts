@@ -2,11 +2,8 @@ import { readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import * as grpc from '@grpc/grpc-js';
 import * as protoLoader from '@grpc/proto-loader';
-import type { Logger } from 'pino';
-import type { Db, Notifier } from '@spool/engine';
-import type { TokenService } from '../http/jwt.js';
+import type { AppContext } from '../app.js';
 import type { GrpcContext } from './call.js';
-import { NotifierJobWakeups } from './job-wakeups.js';
 import { queueService } from './queue-service.js';
 import { workerService } from './worker-service.js';
 
@@ -24,10 +21,8 @@ const MAX_MESSAGE_BYTES = 6 * 1024 * 1024;
 const SERVER_LOADER_OPTIONS: protoLoader.Options = { keepCase: true, longs: String, enums: String, defaults: true, oneofs: true };
 
 export interface GrpcServerOptions {
-  db: Db;
-  notifier: Notifier;
-  tokens: TokenService;
-  logger: Logger;
+  /** The context REST handlers get: gRPC calls share its pool, tokens, claim waiters and enqueue batcher. */
+  context: AppContext;
   host: string;
   /** 0 picks a free port (tests). */
   port: number;
@@ -61,7 +56,6 @@ export class GrpcServer {
   readonly #options: GrpcServerOptions;
   readonly #shutdown = new AbortController();
   #server: grpc.Server | null = null;
-  #wakeups: NotifierJobWakeups | null = null;
   #port = 0;
   #stopping: Promise<void> | null = null;
 
@@ -80,8 +74,7 @@ export class GrpcServer {
     const o = this.#options;
     const definition = protoLoader.loadSync(PROTO_PATH, SERVER_LOADER_OPTIONS);
     const proto = grpc.loadPackageDefinition(definition) as unknown as ServiceConstructors;
-    this.#wakeups = new NotifierJobWakeups(o.notifier);
-    const ctx: GrpcContext = { db: o.db, tokens: o.tokens, logger: o.logger, wakeups: this.#wakeups, shutdown: this.#shutdown.signal };
+    const ctx: GrpcContext = { ...o.context, shutdown: this.#shutdown.signal };
     // Room above the 1 MiB payload limit, so an oversized payload gets our INVALID_ARGUMENT
     // rather than grpc-js's RESOURCE_EXHAUSTED (which SDK clients retry as a rate limit).
     const server = new grpc.Server({ 'grpc.max_receive_message_length': MAX_MESSAGE_BYTES });
@@ -91,7 +84,6 @@ export class GrpcServer {
     this.#port = await new Promise<number>((resolve, reject) => {
       server.bindAsync(bindAddress(o.host, o.port), credentials(o.tls), (err, port) => (err ? reject(err) : resolve(port)));
     }).catch((err: unknown) => {
-      this.#wakeups?.close();
       this.#server = null;
       throw err;
     });
@@ -102,11 +94,10 @@ export class GrpcServer {
     this.#stopping ??= (async () => {
       const server = this.#server;
       this.#shutdown.abort();
-      this.#wakeups?.close();
       if (!server) return;
       await new Promise<void>((resolve) => {
         const timer = setTimeout(() => {
-          this.#options.logger.warn('gRPC calls still running after the grace period: closing them');
+          this.#options.context.logger.warn('gRPC calls still running after the grace period: closing them');
           server.forceShutdown();
           resolve();
         }, this.#options.shutdownGraceMs ?? 10_000);

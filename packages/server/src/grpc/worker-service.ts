@@ -1,10 +1,10 @@
 import type { UntypedServiceImplementation } from '@grpc/grpc-js';
 import { clamp, LIMITS, PayloadTooLargeError, ValidationError } from '@spool/protocol';
+import { workerDeregister, workerHeartbeat, workerRegister } from '@spool/engine';
 import { assertQueueAllowed, type AuthContext } from '../http/auth.js';
 import { jsonBytes } from '../wire/common.js';
 import { unary, type GrpcContext } from './call.js';
 import { checkQueueName, checkWorkerId, GRPC_DEFAULT_LEASE_SECONDS, optionalString } from './validate.js';
-import { workerDeregister, workerHeartbeat, workerRegister } from './worker-ops/worker-ops.js';
 
 /* WorkerService (CONTRACT §5). Unknown workers (any id string) are answered OK with false, never an error. */
 
@@ -55,7 +55,7 @@ export async function register(ctx: GrpcContext, auth: AuthContext, request: Reg
     hostname,
     workerType: shortText(request.worker_type, 'worker_type'),
     maxConcurrency: request.max_concurrency <= 0 ? 5 : clamp(Math.trunc(request.max_concurrency), 1, 1000),
-    metadata: metadataOf(request.metadata) ?? {},
+    metadata: metadataOf(request.metadata),
     version: shortText(request.version, 'version'),
   };
   assertQueueAllowed(auth, queueName);
@@ -67,20 +67,20 @@ export async function register(ctx: GrpcContext, auth: AuthContext, request: Reg
 export async function heartbeat(ctx: GrpcContext, auth: AuthContext, request: HeartbeatRequest) {
   const id = checkWorkerId(request.worker_id);
   const status = (WORKER_STATUSES as readonly string[]).includes(request.status) ? (request.status as (typeof WORKER_STATUSES)[number]) : 'healthy';
-  const acknowledged = await workerHeartbeat(ctx.db, {
+  const worker = await workerHeartbeat(ctx.db, {
     organizationId: auth.organizationId,
     id,
     currentJobs: clamp(Math.trunc(request.current_jobs) || 0, 0, 100_000),
     status,
     metadata: metadataOf(request.metadata),
   });
-  return { acknowledged, should_drain: false };
+  return { acknowledged: worker !== null, should_drain: false };
 }
 
 /** Marks the worker offline and returns its processing jobs to pending; `success: false` when unknown. */
 export async function deregister(ctx: GrpcContext, auth: AuthContext, request: { worker_id: string }) {
   const id = checkWorkerId(request.worker_id);
-  return { success: await workerDeregister(ctx.db, auth.organizationId, id) };
+  return { success: (await workerDeregister(ctx.db, auth.organizationId, id)) !== null };
 }
 
 /** The WorkerService implementation for grpc-js. */

@@ -1,7 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import { pino } from 'pino';
 import { organizationCreate } from '@spool/engine';
-import { loadConfig, startSpool, type Config, type RunningSpool } from '@spool/server';
+import { loadConfig, startSpool, type Config, type RunningSpool, type StartOptions } from '@spool/server';
 import { createTestDatabase, type TestDatabase } from './db.js';
 
 /**
@@ -20,11 +20,11 @@ export interface TestServer {
   /** fetch against the server; JSON bodies are serialized; the default key is sent unless `auth: null`. */
   request(method: string, path: string, options?: { body?: unknown; auth?: string | null; headers?: Record<string, string>; rawBody?: string }): Promise<{ status: number; headers: Headers; body: any; text: string }>;
   /** Another organization with its own key (for isolation tests). */
-  createOrganization(planTier?: string): Promise<{ organizationId: string; apiKey: string }>;
+  createOrganization(planTier?: string): Promise<{ organizationId: string; apiKey: string; apiKeyId: string }>;
   close(): Promise<void>;
 }
 
-export async function startTestServer(label: string, overrides: Partial<Config> = {}): Promise<TestServer> {
+export async function startTestServer(label: string, overrides: Partial<Config> = {}, options: StartOptions = {}): Promise<TestServer> {
   const database = await createTestDatabase(label);
   const config: Config = {
     ...loadConfig({}),
@@ -35,15 +35,15 @@ export async function startTestServer(label: string, overrides: Partial<Config> 
     grpcPort: 0,
     logLevel: 'silent',
     adminApiKey: 'test-admin-key',
-    defaultPlan: 'enterprise',
+    defaultPlan: 'unlimited',
     ...overrides,
   };
   const logger = pino({ level: process.env.SPOOL_TEST_LOG ?? 'silent' });
-  const spool = await startSpool(config, { logger });
-  const createOrganization = async (planTier = 'enterprise') => {
+  const spool = await startSpool(config, { logger, announce: () => {}, ...options });
+  const createOrganization = async (planTier = 'unlimited') => {
     const slug = `${label.replace(/[^a-z0-9]/gi, '').toLowerCase().slice(0, 20) || 'org'}-${randomBytes(4).toString('hex')}`;
     const created = await organizationCreate(spool.db, { name: slug, slug, planTier, environment: 'development' });
-    return { organizationId: created.organization.id, apiKey: created.apiKey.key };
+    return { organizationId: created.organization.id, apiKey: created.apiKey.key, apiKeyId: created.apiKey.id };
   };
   const first = await createOrganization();
   const server: TestServer = {

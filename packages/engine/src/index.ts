@@ -24,3 +24,7 @@ export * from './ops/api-key.js';
 export * from './ops/organization-create.js';
 export * from './ops/job-read.js';
 export * from './ops/worker.js';
+export * from './ops/api-key-manage.js';
+export * from './ops/token-revoke.js';
+export * from './ops/organization.js';
+export * from './ops/organization-usage.js';

@@ -11,7 +11,13 @@ import { requireAuth } from './http/auth.js';
 import { installErrorHandler } from './http/errors.js';
 import { installJsonBodyParser } from './http/json-body.js';
 import type { TokenService } from './http/jwt.js';
+import { installRateLimits } from './http/rate-limit.js';
 import { installValidators } from './http/validation.js';
+import { adminRoutes } from './routes/admin.js';
+import { apiKeyRoutes } from './routes/api-keys.js';
+import { authPublicRoutes, authRoutes } from './routes/auth.js';
+import { billingRoutes } from './routes/billing.js';
+import { dashboardRoutes } from './routes/dashboard.js';
 import { healthRoutes } from './routes/health.js';
 import { jobRoutes } from './routes/jobs.js';
 import { jobBulkRoutes } from './routes/jobs-bulk.js';
@@ -19,6 +25,7 @@ import { jobDlqRoutes } from './routes/jobs-dlq.js';
 import { jobWorkerRoutes } from './routes/jobs-worker.js';
 import { queueRoutes } from './routes/queues.js';
 import { workerRoutes } from './routes/workers.js';
+import { organizationPublicRoutes, organizationRoutes } from './routes/organizations.js';
 
 /** What route handlers need; built once by the runtime. */
 export interface AppContext {
@@ -43,17 +50,54 @@ const AUTHENTICATED_ROUTES: ((app: FastifyInstance, ctx: AppContext) => void)[] 
   jobDlqRoutes,
   queueRoutes,
   workerRoutes,
+  authRoutes,
+  organizationRoutes,
+  apiKeyRoutes,
+  billingRoutes,
+  dashboardRoutes,
 ];
 
-/** Route modules that authenticate themselves (or are public), mounted under /api/v1. */
-const PUBLIC_API_ROUTES: ((app: FastifyInstance, ctx: AppContext) => void)[] = [];
+/**
+ * Route modules that authenticate themselves (or are public), mounted under
+ * /api/v1 and rate limited per client IP.
+ */
+const PUBLIC_API_ROUTES: ((app: FastifyInstance, ctx: AppContext) => void)[] = [authPublicRoutes, organizationPublicRoutes, adminRoutes];
+
+/** One row of the route table (tests build the tenant-isolation matrix from it). */
+export interface RouteSummary {
+  method: string;
+  url: string;
+  schema: Record<string, unknown> | undefined;
+}
+
+declare module 'fastify' {
+  interface FastifyInstance {
+    /** Every route registered, in order. */
+    routeTable: RouteSummary[];
+  }
+}
+
+const SECRET_QUERY_PARAMS = /([?&](?:token|access_token|api_key|key)=)[^&]*/gi;
+
+/**
+ * Request log lines: method, path and peer, never headers or bodies; query
+ * parameters that carry credentials (`?token=` for SSE/WebSocket) are masked.
+ */
+function requestSerializer(request: { method?: string; url?: string; ip?: string; socket?: { remotePort?: number } }) {
+  return {
+    method: request.method,
+    url: typeof request.url === 'string' ? request.url.replace(SECRET_QUERY_PARAMS, '$1[REDACTED]') : request.url,
+    remoteAddress: request.ip,
+    remotePort: request.socket?.remotePort,
+  };
+}
 
 const MAX_BODY_BYTES = 6 * 1024 * 1024;
 
 /** Builds the HTTP application (not listening yet). */
 export async function buildApp(ctx: AppContext): Promise<FastifyInstance> {
   const app = Fastify({
-    loggerInstance: ctx.logger as FastifyBaseLogger,
+    loggerInstance: ctx.logger.child({}, { serializers: { req: requestSerializer } }) as FastifyBaseLogger,
     bodyLimit: MAX_BODY_BYTES,
     requestIdHeader: 'x-request-id',
     genReqId: () => randomUUID(),
@@ -61,6 +105,12 @@ export async function buildApp(ctx: AppContext): Promise<FastifyInstance> {
     forceCloseConnections: 'idle',
   });
   app.decorateRequest('auth', null);
+  const routeTable: RouteSummary[] = [];
+  app.decorate('routeTable', routeTable);
+  app.addHook('onRoute', (route) => {
+    const methods = Array.isArray(route.method) ? route.method : [route.method];
+    for (const method of methods) routeTable.push({ method, url: route.url, schema: route.schema as Record<string, unknown> | undefined });
+  });
   installValidators(app);
   installJsonBodyParser(app);
   installErrorHandler(app);
@@ -86,12 +136,15 @@ export async function buildApp(ctx: AppContext): Promise<FastifyInstance> {
   });
   await app.register(swaggerUi, { routePrefix: '/docs' });
 
+  const limits = await installRateLimits(app, ctx.config.publicRateLimitPerMinute);
   healthRoutes(app, ctx);
   await app.register(async (scope) => {
     requireAuth(scope, ctx.db, ctx.tokens);
+    scope.addHook('onRequest', limits.byKey);
     for (const routes of AUTHENTICATED_ROUTES) routes(scope, ctx);
   }, { prefix: '/api/v1' });
   await app.register(async (scope) => {
+    scope.addHook('onRequest', limits.byIp);
     for (const routes of PUBLIC_API_ROUTES) routes(scope, ctx);
   }, { prefix: '/api/v1' });
   return app;

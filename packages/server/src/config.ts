@@ -1,3 +1,5 @@
+import { PLAN_TIERS, type PlanTier } from './plans.js';
+
 /**
  * Configuration is environment variables with documented defaults
  * (docs/configuration.md). Parsed once at start; invalid values stop the
@@ -16,7 +18,10 @@ export interface Config {
   adminApiKey: string | null;
   jwtSecret: string | null;
   registrationMode: 'open' | 'closed';
-  defaultPlan: string;
+  /** Plan of organizations created by registration and on first start. */
+  defaultPlan: PlanTier;
+  /** Requests per minute per client IP on unauthenticated routes (login, registration, admin); 0 = no limit. */
+  publicRateLimitPerMinute: number;
   logLevel: string;
   poolMax: number;
   environment: 'development' | 'production';
@@ -59,7 +64,8 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     adminApiKey: env.ADMIN_API_KEY || null,
     jwtSecret: env.JWT_SECRET || null,
     registrationMode: oneOf(env, 'REGISTRATION_MODE', ['open', 'closed'] as const, 'open'),
-    defaultPlan: env.DEFAULT_PLAN || 'free',
+    defaultPlan: oneOf(env, 'DEFAULT_PLAN', PLAN_TIERS, 'free'),
+    publicRateLimitPerMinute: int(env, 'RATE_LIMIT_PUBLIC_PER_MINUTE', 600, 0, 1_000_000),
     logLevel: oneOf(env, 'LOG_LEVEL', ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const, 'info'),
     poolMax: int(env, 'DATABASE_POOL_MAX', 20, 1, 1000),
     environment: oneOf(env, 'SPOOL_ENV', ['development', 'production'] as const, env.NODE_ENV === 'production' ? 'production' : 'development'),

@@ -11,12 +11,13 @@ import {
   type Db,
   type Service,
 } from '@spool/engine';
-import { buildApp, type AppContext } from './app.js';
+import { buildApp, type AppContext, type RouteSummary } from './app.js';
 import { ClaimWaiters } from './claim-waiters.js';
 import { EnqueueBatcher } from './enqueue-batcher.js';
 import type { Config } from './config.js';
 import { startEmbeddedPostgres, type EmbeddedPostgres } from './embedded-postgres.js';
 import { GrpcServer } from './grpc/server.js';
+import { ensureDevelopmentOrganization, firstStartMessage } from './first-start.js';
 import { TokenService } from './http/jwt.js';
 import { VERSION } from './version.js';
 
@@ -28,12 +29,16 @@ export interface RunningSpool {
   databaseUrl: string;
   db: Db;
   logger: Logger;
+  /** Every HTTP route (method, url, schema). */
+  routes: RouteSummary[];
   /** Two-phase stop: stop accepting and finish requests and gRPC calls (streams end cleanly), then services, pools and the embedded database. */
   stop(): Promise<void>;
 }
 
 export interface StartOptions {
   logger?: Logger;
+  /** Where the first-start message (the development key) goes; default stdout, never the log. */
+  announce?: (message: string) => void;
 }
 
 /**
@@ -71,6 +76,7 @@ export async function startSpool(config: Config, options: StartOptions = {}): Pr
     for (const service of services.slice(1)) await service.start();
 
     const tokens = await TokenService.create(db, config.jwtSecret);
+    const development = await ensureDevelopmentOrganization(db, config);
     const claimWaiters = new ClaimWaiters(notifier);
     const enqueueBatcher = new EnqueueBatcher(db);
     const context: AppContext = { db, notifier, config, logger, tokens, startedAt: new Date(), version: VERSION, claimWaiters, enqueueBatcher };
@@ -87,6 +93,10 @@ export async function startSpool(config: Config, options: StartOptions = {}): Pr
     const address = await app.listen({ host: config.host, port: config.port });
     const url = address.replace('0.0.0.0', '127.0.0.1').replace('[::]', '127.0.0.1');
     logger.info({ url, grpcPort, grpcTls: config.grpcTlsCert !== null }, 'Spool is listening');
+    if (development) {
+      const announce = options.announce ?? ((message: string) => process.stdout.write(`${message}\n`));
+      announce(firstStartMessage(url.replace('127.0.0.1', 'localhost'), development.apiKey, config.defaultPlan));
+    }
 
     let stopping: Promise<void> | null = null;
     return {
@@ -95,6 +105,7 @@ export async function startSpool(config: Config, options: StartOptions = {}): Pr
       databaseUrl,
       db,
       logger,
+      routes: app.routeTable,
       stop() {
         stopping ??= (async () => {
           // HTTP and gRPC drain side by side (stopping the gRPC server again below is a no-op).

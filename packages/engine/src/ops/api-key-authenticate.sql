@@ -2,7 +2,7 @@
 -- and organization. One indexed lookup; no cache, so a revoked key fails on
 -- its very next request on every replica.
 SELECT k.id, k.organization_id, k.queues, k.rate_limit, k.is_active, k.expires_at, k.last_used,
-       o.plan_tier
+       o.plan_tier, o.custom_limits
 FROM spool.api_keys k
 JOIN spool.organizations o ON o.id = k.organization_id
 WHERE k.key_hash = $1;

@@ -16,6 +16,7 @@ export interface ApiKeyIdentity {
   expires_at: Date | null;
   last_used: Date | null;
   plan_tier: string;
+  custom_limits: Record<string, unknown> | null;
 }
 
 /** A new API key: `sk_live_`/`sk_test_` + 43 characters of base64url (32 random bytes). Shown once. */

@@ -1,7 +1,7 @@
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { AccessDeniedError, AuthenticationError } from '@spool/protocol';
 import { apiKeyAuthenticate, apiKeyById, apiKeyTouch, isUuid, type ApiKeyIdentity, type Db } from '@spool/engine';
-import type { TokenClaims, TokenService } from './jwt.js';
+import type { TokenClaims, TokenService, TokenType } from './jwt.js';
 
 /** Who is calling: always derived from the credential, never from the request body. */
 export interface AuthContext {
@@ -11,6 +11,8 @@ export interface AuthContext {
   queues: string[];
   rateLimit: number | null;
   planTier: string;
+  /** The organization's overrides of its plan's limits. */
+  customLimits: Record<string, unknown> | null;
   via: 'api_key' | 'jwt';
   /** Set when authenticated by an access token. */
   token: TokenClaims | null;
@@ -30,11 +32,64 @@ export function bearer(request: FastifyRequest): string | null {
   return match ? match[1]! : null;
 }
 
-function usable(key: ApiKeyIdentity | null): key is ApiKeyIdentity {
-  return key !== null && key.is_active && key.plan_tier !== 'deleted' && (key.expires_at === null || key.expires_at.getTime() > Date.now());
+/** Why a key cannot be used, or null when it can. */
+function keyProblem(key: ApiKeyIdentity): string | null {
+  if (!key.is_active) return 'API key has been revoked';
+  if (key.expires_at !== null && key.expires_at.getTime() <= Date.now()) return 'API key has expired';
+  if (key.plan_tier === 'deleted') return 'Organization has been deleted';
+  return null;
+}
+
+function contextOf(key: ApiKeyIdentity, via: 'api_key' | 'jwt', token: TokenClaims | null): AuthContext {
+  return {
+    organizationId: key.organization_id,
+    apiKeyId: key.id,
+    queues: key.queues,
+    rateLimit: key.rate_limit,
+    planTier: key.plan_tier,
+    customLimits: key.custom_limits,
+    via,
+    token,
+  };
 }
 
 const TOUCH_INTERVAL_MS = 60_000;
+
+/**
+ * Verifies a JWT of the expected type and the key behind it: the signature
+ * and `exp`, that its `jti` was not revoked by logout, and that the key is
+ * still active and belongs to the token's organization. Throws a 401.
+ */
+export async function verifyToken(db: Db, tokens: TokenService, token: string, expected: TokenType): Promise<{ claims: TokenClaims; context: AuthContext }> {
+  const verified = await tokens.verify(token);
+  if (!verified.ok) throw new AuthenticationError(verified.reason);
+  const claims = verified.claims;
+  if (claims.token_type !== expected) {
+    throw new AuthenticationError(expected === 'access'
+      ? 'Refresh tokens cannot authenticate requests; exchange it at /api/v1/auth/refresh'
+      : 'Not a refresh token');
+  }
+  const [key, revoked] = await Promise.all([
+    apiKeyById(db, claims.api_key_id),
+    isUuid(claims.jti) ? db.query('SELECT 1 FROM spool.revoked_tokens WHERE jti = $1', [claims.jti]) : Promise.resolve({ rowCount: 1 }),
+  ]);
+  if (revoked.rowCount) throw new AuthenticationError('Token has been revoked');
+  if (!key || key.organization_id !== claims.org_id || keyProblem(key) !== null) throw new AuthenticationError('The API key behind this token is no longer active');
+  return { claims, context: contextOf(key, 'jwt', claims) };
+}
+
+/** Resolves a presented API key (not a JWT) to an AuthContext, or throws a 401. */
+export async function authenticateApiKey(db: Db, credential: string): Promise<AuthContext> {
+  if (!credential.startsWith('sk_') && !credential.startsWith('sp_')) throw new AuthenticationError('Invalid API key');
+  const key = await apiKeyAuthenticate(db, credential);
+  if (!key) throw new AuthenticationError('Invalid API key');
+  const problem = keyProblem(key);
+  if (problem) throw new AuthenticationError(problem);
+  if (key.last_used === null || Date.now() - key.last_used.getTime() > TOUCH_INTERVAL_MS) {
+    apiKeyTouch(db, key.id).catch(() => {});
+  }
+  return contextOf(key, 'api_key', null);
+}
 
 /**
  * Resolves an API key or access JWT to an AuthContext, or throws a 401.
@@ -43,29 +98,8 @@ const TOUCH_INTERVAL_MS = 60_000;
  */
 export async function authenticate(db: Db, tokens: TokenService, credential: string | null): Promise<AuthContext> {
   if (!credential) throw new AuthenticationError('Missing credentials: send Authorization: Bearer <api key or access token>');
-  if (credential.startsWith('eyJ')) {
-    const verified = await tokens.verify(credential);
-    if (!verified.ok) throw new AuthenticationError(verified.reason);
-    const claims = verified.claims;
-    if (claims.token_type !== 'access') throw new AuthenticationError('Refresh tokens cannot authenticate requests; exchange it at /api/v1/auth/refresh');
-    const [key, revoked] = await Promise.all([
-      apiKeyById(db, claims.api_key_id),
-      isUuid(claims.jti) ? db.query('SELECT 1 FROM spool.revoked_tokens WHERE jti = $1', [claims.jti]) : Promise.resolve({ rowCount: 1 }),
-    ]);
-    if (revoked.rowCount) throw new AuthenticationError('Token has been revoked');
-    if (!usable(key) || key.organization_id !== claims.org_id) throw new AuthenticationError('The API key behind this token is no longer active');
-    return { organizationId: key.organization_id, apiKeyId: key.id, queues: key.queues, rateLimit: key.rate_limit, planTier: key.plan_tier, via: 'jwt', token: claims };
-  }
-  if (!credential.startsWith('sk_') && !credential.startsWith('sp_')) throw new AuthenticationError('Invalid API key');
-  const key = await apiKeyAuthenticate(db, credential);
-  if (!key) throw new AuthenticationError('Invalid API key');
-  if (!key.is_active) throw new AuthenticationError('API key has been revoked');
-  if (key.expires_at !== null && key.expires_at.getTime() <= Date.now()) throw new AuthenticationError('API key has expired');
-  if (key.plan_tier === 'deleted') throw new AuthenticationError('Organization has been deleted');
-  if (key.last_used === null || Date.now() - key.last_used.getTime() > TOUCH_INTERVAL_MS) {
-    apiKeyTouch(db, key.id).catch(() => {});
-  }
-  return { organizationId: key.organization_id, apiKeyId: key.id, queues: key.queues, rateLimit: key.rate_limit, planTier: key.plan_tier, via: 'api_key', token: null };
+  if (credential.startsWith('eyJ')) return (await verifyToken(db, tokens, credential, 'access')).context;
+  return authenticateApiKey(db, credential);
 }
 
 /** Adds authentication to every route of an encapsulated scope. */

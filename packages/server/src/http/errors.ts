@@ -33,7 +33,9 @@ export function installErrorHandler(app: FastifyInstance): void {
   app.setErrorHandler((error: FastifyError & { code?: string; validation?: unknown; validationContext?: string }, request: FastifyRequest, reply: FastifyReply) => {
     if (error instanceof SpoolError) {
       if (error.code === 'RATE_LIMIT_EXCEEDED' && typeof error.details?.retry_after === 'number') reply.header('Retry-After', String(error.details.retry_after));
-      return reply.code(error.status).send(errorBody(error.code, error.message, error.details));
+      const body = errorBody(error.code, error.message, error.details);
+      // Plan-limit refusals carry resource/current/limit/plan/upgrade_to at the top level too (CONTRACT §1.4).
+      return reply.code(error.status).send(error.code === 'LIMIT_EXCEEDED' ? { ...error.details, ...body } : body);
     }
     if (Array.isArray(error.validation)) {
       const { message, field } = describeValidationError(error.validation as never, error.validationContext);

@@ -89,8 +89,12 @@ export function jobBulkRoutes(app: FastifyInstance, ctx: AppContext): void {
         }),
       });
     });
-    if (valid.length > 0) await admitJobs(ctx, auth, admissions);
-    const inserted = await jobInsertMany(ctx.db, valid.map((v) => v.job));
+    const quota = valid.length > 0 ? await admitJobs(ctx, auth, admissions) : null;
+    const inserted = await jobInsertMany(ctx.db, valid.map((v) => v.job)).catch(async (err: unknown) => {
+      await quota?.settle(0);
+      throw err;
+    });
+    await quota?.settle(inserted.filter((row) => row.created).length);
     const succeeded = valid.map((v, i) => ({ index: v.index, job_id: inserted[i]!.id, created: inserted[i]!.created }));
     return { succeeded, failed, total: body.jobs.length, success_count: succeeded.length, failure_count: failed.length };
   });

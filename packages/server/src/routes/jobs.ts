@@ -120,8 +120,12 @@ export function jobRoutes(app: FastifyInstance, ctx: AppContext): void {
     const body = request.body;
     const payloadBytes = checkJobLimits(body);
     assertQueueAllowed(auth, body.queue_name);
-    await admitJobs(ctx, auth, [{ queueName: body.queue_name, payloadBytes }]);
-    const result = await ctx.enqueueBatcher.enqueue(toNewJob(auth.organizationId, body.queue_name, body));
+    const quota = await admitJobs(ctx, auth, [{ queueName: body.queue_name, payloadBytes }]);
+    const result = await ctx.enqueueBatcher.enqueue(toNewJob(auth.organizationId, body.queue_name, body)).catch(async (err: unknown) => {
+      await quota.settle(0);
+      throw err;
+    });
+    await quota.settle(result.created ? 1 : 0);
     return reply.code(result.created ? 201 : 200).send({ id: result.id, created: result.created });
   });
 

@@ -1,0 +1,2 @@
+-- One organization by id.
+SELECT * FROM spool.organizations WHERE id = $1;

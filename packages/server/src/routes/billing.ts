@@ -1,0 +1,50 @@
+import type { FastifyInstance } from 'fastify';
+import { Type } from 'typebox';
+import { NotFoundError } from '@spool/protocol';
+import { organizationGet } from '@spool/engine';
+import type { AppContext } from '../app.js';
+import { authOf } from '../http/auth.js';
+
+const StatusResponse = Type.Object({
+  plan_tier: Type.String(),
+  stripe_subscription_id: Type.Union([Type.String(), Type.Null()]),
+  stripe_subscription_status: Type.Union([Type.String(), Type.Null()]),
+  stripe_current_period_end: Type.Union([Type.String({ format: 'date-time' }), Type.Null()]),
+  stripe_cancel_at_period_end: Type.Union([Type.Boolean(), Type.Null()]),
+  has_stripe_customer: Type.Boolean(),
+});
+
+/**
+ * CONTRACT §3.15. Spool has no payment provider: the status reports the plan
+ * (and any Stripe fields an operator stored), and the portal answers 404,
+ * which clients read as "not available" (a 5xx would count towards the SDK's
+ * circuit breaker).
+ */
+export function billingRoutes(app: FastifyInstance, ctx: AppContext): void {
+  const tags = ['billing'];
+  app.get('/billing/status', {
+    schema: { tags, summary: 'Plan and subscription state', response: { 200: StatusResponse } },
+  }, async (request) => {
+    const row = await organizationGet(ctx.db, authOf(request).organizationId);
+    if (!row) throw new NotFoundError('Organization not found');
+    return {
+      plan_tier: row.plan_tier,
+      stripe_subscription_id: row.stripe_subscription_id,
+      stripe_subscription_status: row.stripe_subscription_status,
+      stripe_current_period_end: row.stripe_current_period_end?.toISOString() ?? null,
+      stripe_cancel_at_period_end: row.stripe_cancel_at_period_end,
+      has_stripe_customer: row.stripe_customer_id !== null,
+    };
+  });
+
+  app.post<{ Body: { return_url: string } }>('/billing/portal', {
+    schema: {
+      tags,
+      summary: 'Billing portal (not available without a payment provider: 404 after validation)',
+      body: Type.Object({ return_url: Type.String({ format: 'uri', maxLength: 2048 }) }),
+      response: { 200: Type.Object({ url: Type.String() }) },
+    },
+  }, async () => {
+    throw new NotFoundError('Billing is not configured on this server');
+  });
+}

@@ -1,0 +1,94 @@
+import assert from 'node:assert/strict';
+import { Writable } from 'node:stream';
+import { after, describe, it } from 'node:test';
+import { pino } from 'pino';
+import { loadConfig, startSpool, type Config } from '@spool/server';
+import { createTestDatabase, type TestDatabase } from '../../../test-support/db.js';
+import { startTestServer } from '../../../test-support/server.js';
+
+const databases: TestDatabase[] = [];
+after(async () => {
+  for (const database of databases) await database.drop();
+});
+
+function configFor(database: TestDatabase, overrides: Partial<Config> = {}): Config {
+  return { ...loadConfig({}), databaseUrl: database.url, host: '127.0.0.1', port: 0, logLevel: 'silent', ...overrides };
+}
+
+describe('first start', () => {
+  it('creates a development organization on DEFAULT_PLAN and shows its key once', async () => {
+    const database = await createTestDatabase('firststart');
+    databases.push(database);
+    const messages: string[] = [];
+    const config = configFor(database, { defaultPlan: 'starter' });
+    const spool = await startSpool(config, { logger: pino({ level: 'silent' }), announce: (m) => messages.push(m) });
+    try {
+      assert.equal(messages.length, 1);
+      const key = /(sk_test_[A-Za-z0-9_-]{43})/.exec(messages[0]!)?.[1];
+      assert.ok(key, messages[0]);
+      assert.match(messages[0]!, new RegExp(`curl .*Bearer ${key}.*/api/v1/dashboard`));
+      const usage = await fetch(`${spool.url}/api/v1/organizations/usage`, { headers: { authorization: `Bearer ${key}` } });
+      assert.equal(usage.status, 200);
+      assert.equal(((await usage.json()) as { plan: string }).plan, 'starter');
+    } finally {
+      await spool.stop();
+    }
+    const again = await startSpool(config, { logger: pino({ level: 'silent' }), announce: (m) => messages.push(m) });
+    await again.stop();
+    assert.equal(messages.length, 1, 'a database that has organizations gets no new one');
+    const { rows } = await database.pool.query<{ n: number }>('SELECT count(*)::int AS n FROM spool.organizations');
+    assert.equal(rows[0]!.n, 1);
+  });
+
+  it('creates nothing in production', async () => {
+    const database = await createTestDatabase('firstprod');
+    databases.push(database);
+    const messages: string[] = [];
+    const spool = await startSpool(configFor(database, { environment: 'production' }), { logger: pino({ level: 'silent' }), announce: (m) => messages.push(m) });
+    await spool.stop();
+    assert.deepEqual(messages, []);
+    const { rows } = await database.pool.query<{ n: number }>('SELECT count(*)::int AS n FROM spool.organizations');
+    assert.equal(rows[0]!.n, 0);
+  });
+});
+
+describe('logs', () => {
+  it('never contain API keys, tokens or payloads', async () => {
+    const lines: string[] = [];
+    const sink = new Writable({
+      write(chunk, _encoding, done) {
+        lines.push(chunk.toString());
+        done();
+      },
+    });
+    const server = await startTestServer('logging', {}, { logger: pino({ level: 'trace' }, sink) });
+    try {
+      const marker = 'PAYLOAD-SECRET-7f3a';
+      const created = await server.request('POST', '/api/v1/organizations', { auth: null, body: { name: 'Log Co', slug: 'log-co', billing_email: 'secret-mail@log.test' } });
+      assert.equal(created.status, 201);
+      const orgKey = created.body.api_key.key as string;
+      const login = await server.request('POST', '/api/v1/auth/login', { auth: null, body: { api_key: orgKey } });
+      const { access_token, refresh_token } = login.body as { access_token: string; refresh_token: string };
+      await server.request('POST', '/api/v1/jobs', { auth: orgKey, body: { queue_name: 'q', payload: { secret: marker } } });
+      await server.request('POST', '/api/v1/jobs', { auth: access_token, body: { queue_name: 'q', payload: { secret: marker }, priority: 'wrong type' } });
+      await server.request('POST', '/api/v1/jobs', { auth: orgKey, rawBody: `{"queue_name":"q","payload":"${marker}` });
+      await server.request('POST', '/api/v1/auth/refresh', { auth: null, body: { refresh_token } });
+      await server.request('GET', `/api/v1/events?token=${access_token}&x=1`, { auth: null });
+      await server.request('GET', '/api/v1/dashboard', { auth: 'sk_test_unknownKeyThatShouldNotBeLogged000000000000' });
+      const created2 = await server.request('POST', '/api/v1/api-keys', { auth: orgKey, body: { name: 'logged key' } });
+      assert.equal(created2.status, 201);
+      await server.request('GET', '/api/v1/admin/stats', { auth: null, headers: { 'x-admin-key': 'test-admin-key' } });
+      await new Promise((resolve) => setTimeout(resolve, 50));
+
+      const text = lines.join('');
+      assert.ok(lines.length > 10, 'requests are logged (so this test can fail)');
+      assert.match(text, /\/api\/v1\/events\?token=\[REDACTED\]&x=1/, 'credentials in query strings are masked');
+      for (const secret of [server.apiKey, orgKey, access_token, refresh_token, created2.body.key, marker, 'sk_test_unknownKeyThatShouldNotBeLogged', 'test-admin-key', 'secret-mail@log.test']) {
+        assert.ok(!text.includes(secret), `the log contains ${secret.slice(0, 16)}…`);
+      }
+      assert.ok(!/authorization/i.test(text), 'no headers are logged');
+    } finally {
+      await server.close();
+    }
+  });
+});

@@ -22,7 +22,7 @@ const ADDRESSED_BY_PATH = [/^\/api\/v1\/webhooks\/:org_id\//];
 /** Routes whose answers are global (not per organization): left out of the before/after snapshots. */
 const ORG_AGNOSTIC = [/^\/api\/v1\/admin\//, /^\/api\/v1\/auth\//, /^\/api\/v1\/organizations\/(check|generate)-slug$/];
 /** Paramless POSTs not to call as A while creating fixtures (they destroy or are not about A's data). */
-const NOT_FIXTURE_CREATORS = [/\/auth\//, /\/purge$/, /\/clear$/, /\/dlq\/retry$/, /^\/api\/v1\/organizations$/, /\/admin\//];
+const NOT_FIXTURE_CREATORS = [/\/auth\//, /\/purge$/, /\/clear$/, /\/dlq\/retry$/, /\/claim$/, /^\/api\/v1\/organizations$/, /\/admin\//];
 
 const UUID = /[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}/gi;
 const ISO = /\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d+)?(Z|[+-]\d{2}:\d{2})/g;
@@ -190,6 +190,10 @@ async function createFixturesOfA(): Promise<void> {
     `INSERT INTO spool.schedules (organization_id, name, cron_expression, queue_name, payload_template, is_active) VALUES ($1, 'tenant-a-schedule', '0 0 1 1 *', 'tenant-a-queue', $2, false)`,
     [a, JSON.stringify({ secret: MARKER })],
   );
+  // Freeze what would otherwise change with time while the matrix runs (leases
+  // expiring, workers going stale), so A's before/after views can be compared.
+  await db.query("UPDATE spool.jobs SET lease_expires_at = now() + interval '1 hour' WHERE organization_id = $1 AND status = 'processing'", [a]);
+  await db.query("UPDATE spool.workers SET last_heartbeat = now() + interval '1 hour' WHERE organization_id = $1", [a]);
   // Every id and queue name A can see through its own list routes, whoever created it.
   for (const route of routes.filter((r) => isApi(r) && r.method === 'GET' && paramless(r) && !matches(r, ORG_AGNOSTIC))) {
     const { path } = build(route, { uuid: randomUUID(), name: 'tenant-a-queue' });

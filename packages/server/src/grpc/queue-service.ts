@@ -92,8 +92,12 @@ export async function enqueue(ctx: GrpcContext, auth: AuthContext, request: Enqu
   };
   assertQueueAllowed(auth, queueName);
   // As REST POST /jobs: plan limits after validation, then the shared group commit.
-  await admitJobs(ctx, auth, [{ queueName, payloadBytes }]);
-  const inserted = await ctx.enqueueBatcher.enqueue(job);
+  const quota = await admitJobs(ctx, auth, [{ queueName, payloadBytes }]);
+  const inserted = await ctx.enqueueBatcher.enqueue(job).catch(async (err: unknown) => {
+    await quota.settle(0);
+    throw err;
+  });
+  await quota.settle(inserted.created ? 1 : 0);
   return { job_id: inserted.id, created: inserted.created };
 }
 

@@ -19,6 +19,7 @@ import { jobDlqRoutes } from './routes/jobs-dlq.js';
 import { jobWorkerRoutes } from './routes/jobs-worker.js';
 import { queueRoutes } from './routes/queues.js';
 import { workerRoutes } from './routes/workers.js';
+import { scheduleRoutes } from './routes/schedules.js';
 
 /** What route handlers need; built once by the runtime. */
 export interface AppContext {
@@ -43,6 +44,7 @@ const AUTHENTICATED_ROUTES: ((app: FastifyInstance, ctx: AppContext) => void)[] 
   jobDlqRoutes,
   queueRoutes,
   workerRoutes,
+  scheduleRoutes,
 ];
 
 /** Route modules that authenticate themselves (or are public), mounted under /api/v1. */

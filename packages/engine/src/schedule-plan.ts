@@ -4,6 +4,9 @@ import { cronNext, cronNextN, cronPrevious } from './cron.js';
 export type MissedPolicy = 'skip' | 'once' | 'all';
 export const MISSED_POLICIES: readonly MissedPolicy[] = ['skip', 'once', 'all'];
 
+/** Missed ticks are counted (for the `missed_skipped` counter) up to this many. */
+const MISSED_COUNT_LIMIT = 1000;
+
 export interface FirePlanInput {
   cronExpression: string;
   timezone: string;
@@ -23,7 +26,7 @@ export interface FirePlanInput {
 export interface FirePlan {
   /** Ticks to fire, ascending. */
   fireTimes: Date[];
-  /** Missed ticks not fired (counted up to the cap + 1 lookup, so a lower bound for long outages). */
+  /** Missed ticks not fired (counted up to 1,000 missed ticks, so a lower bound after very long outages). */
   skipped: number;
   /** The new next_run_at (null: the expression never fires again). */
   nextRunAt: Date | null;
@@ -54,11 +57,17 @@ export function planFiring(input: FirePlanInput): FirePlan {
   let missed: Date[] = [];
   let skipped = 0;
   if (nextRunAt.getTime() < onTimeFrom.getTime()) {
-    const lookup = input.policy === 'all' ? input.missedCap + 1 : 2;
-    const before = cronPrevious(expr, tz, onTimeFrom, lookup).filter((t) => t.getTime() >= nextRunAt.getTime());
+    // Count forwards from next_run_at (bounded by the ticks that really passed), pick backwards from the threshold.
+    let count = 0;
+    let tick: Date | null = new Date(nextRunAt.getTime() - 1);
+    while (count < MISSED_COUNT_LIMIT) {
+      tick = cronNext(expr, tz, tick);
+      if (tick === null || tick.getTime() >= onTimeFrom.getTime()) break;
+      count += 1;
+    }
     const keep = input.policy === 'skip' ? 0 : input.policy === 'once' ? 1 : input.missedCap;
-    missed = before.slice(0, keep).reverse();
-    skipped = before.length - missed.length;
+    if (keep > 0) missed = cronPrevious(expr, tz, onTimeFrom, keep).filter((t) => t.getTime() >= nextRunAt.getTime()).reverse();
+    skipped = Math.max(0, count - missed.length);
   }
 
   const fireTimes = [...missed, ...late];

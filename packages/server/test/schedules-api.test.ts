@@ -15,6 +15,14 @@ async function create(body: Record<string, unknown>) {
   return server.request('POST', '/api/v1/schedules', { body: { name: 'nightly', cron_expression: '0 30 2 * * *', queue_name: 'reports', payload_template: { report: 'daily' }, ...body } });
 }
 
+async function until(condition: () => Promise<boolean>, timeoutMs: number): Promise<void> {
+  const started = Date.now();
+  while (!(await condition())) {
+    if (Date.now() - started > timeoutMs) throw new Error(`condition not met within ${timeoutMs} ms`);
+    await sleep(50);
+  }
+}
+
 async function jobCount(queue: string): Promise<number> {
   return (await server.spool.db.query<{ n: number }>('SELECT count(*)::int AS n FROM spool.jobs WHERE queue_name = $1', [queue])).rows[0]!.n;
 }
@@ -150,22 +158,24 @@ describe('schedules API (CONTRACT §3.9)', () => {
 
   it('pause stops firing; resume continues from the next tick without a burst; history lists the runs newest first', async () => {
     const created = (await create({ cron_expression: '* * * * * *', queue_name: 'every-second' })).body;
-    await sleep(2300);
-    const paused = await server.request('POST', `/api/v1/schedules/${created.id}/pause`);
-    assert.equal(paused.status, 200);
-    const firedBeforePause = await jobCount('every-second');
-    assert.ok(firedBeforePause >= 1, `fired ${firedBeforePause} before the pause`);
+    const fireTimes = async () => (await server.spool.db.query<{ fire_time: Date }>('SELECT fire_time FROM spool.schedule_runs WHERE schedule_id = $1 ORDER BY fire_time', [created.id])).rows.map((r) => r.fire_time.getTime());
+    await until(async () => (await jobCount('every-second')) >= 2, 10_000);
+    assert.equal((await server.request('POST', `/api/v1/schedules/${created.id}/pause`)).status, 200);
+    // The pause waited for any firing in progress (row lock), so this count is final until resumed.
+    const beforePause = await fireTimes();
     await sleep(2200);
-    assert.equal(await jobCount('every-second'), firedBeforePause, 'nothing fires while paused');
+    assert.deepEqual(await fireTimes(), beforePause, 'nothing fires while paused');
     const resumedAt = Date.now();
     const resumed = await server.request('POST', `/api/v1/schedules/${created.id}/resume`);
     assert.equal(resumed.status, 200);
     assert.equal(resumed.body.is_active, true);
-    assert.ok(new Date(resumed.body.next_run_at).getTime() >= resumedAt - 1000);
-    await sleep(1500);
-    await server.request('POST', `/api/v1/schedules/${created.id}/pause`);
-    const firedAfterResume = (await jobCount('every-second')) - firedBeforePause;
-    assert.ok(firedAfterResume >= 1 && firedAfterResume <= 2, `fired ${firedAfterResume} in 1.5 s after resuming (no burst of the ~2 paused ticks)`);
+    assert.ok(new Date(resumed.body.next_run_at).getTime() > resumedAt - 1000);
+    await until(async () => (await fireTimes()).length > beforePause.length, 10_000);
+    assert.equal((await server.request('POST', `/api/v1/schedules/${created.id}/pause`)).status, 200);
+    const afterResume = (await fireTimes()).slice(beforePause.length);
+    assert.ok(afterResume.every((t) => t > resumedAt - 1000), 'no tick of the paused period fired after resuming');
+    assert.ok(afterResume.length <= Math.ceil((Date.now() - resumedAt) / 1000) + 1, `${afterResume.length} ticks since resuming: no burst`);
+    assert.equal(await jobCount('every-second'), beforePause.length + afterResume.length, 'one job per run');
     const history = (await server.request('GET', `/api/v1/schedules/${created.id}/history?limit=2`)).body;
     assert.equal(history.length, 2);
     assert.ok(new Date(history[0].fire_time) > new Date(history[1].fire_time));

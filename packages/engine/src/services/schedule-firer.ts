@@ -45,9 +45,12 @@ export class ScheduleFirer extends LoopService {
   async runOnce(): Promise<number> {
     const handled = await this.#fireBatch();
     if (handled >= this.#batchSize) return 0;
+    // Measured on the database clock from (about) when the query was sent, so
+    // the query's own latency does not make the next tick late.
+    const sentAt = Date.now();
     const dueIn = await scheduleNextDueIn(this.#db);
     if (dueIn === null) return this.idleMs;
-    return Math.max(0, Math.ceil(dueIn));
+    return Math.max(0, Math.ceil(sentAt + dueIn - Date.now()));
   }
 
   #fire(onlyId: string | null, failWith: string | null = null): Promise<ScheduleFireOutcome> {

@@ -25,10 +25,10 @@ interface Replica {
   exited: Promise<number | null>;
 }
 
-function startReplica(databaseUrl: string): Promise<Replica> {
+function startReplica(databaseUrl: string, env: Record<string, string> = {}): Promise<Replica> {
   const child = spawn(process.execPath, ['--import', 'tsx', 'packages/server/src/main.ts'], {
     cwd: ROOT,
-    env: { ...process.env, DATABASE_URL: databaseUrl, HOST: '127.0.0.1', PORT: '0', LOG_LEVEL: 'info', DATABASE_POOL_MAX: '6', SPOOL_LEADER_TTL_MS: String(LEADER_TTL_MS) },
+    env: { ...process.env, DATABASE_URL: databaseUrl, HOST: '127.0.0.1', PORT: '0', LOG_LEVEL: 'info', DATABASE_POOL_MAX: '6', SPOOL_LEADER_TTL_MS: String(LEADER_TTL_MS), ...env },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   const exited = new Promise<number | null>((resolve) => child.on('exit', (code) => resolve(code)));
@@ -57,10 +57,21 @@ function percentile(sorted: number[], p: number): number {
 
 let t: TestDatabase;
 let replicas: Replica[] = [];
+let organizationId: string;
+let apiKey: string;
 
 before(async () => {
   t = await createTestDatabase('replicas');
+  const slug = `replicas-${randomBytes(4).toString('hex')}`;
+  const created = await organizationCreate(t.pool, { name: slug, slug, planTier: 'enterprise', environment: 'development' });
+  organizationId = created.organization.id;
+  apiKey = created.apiKey.key;
 });
+
+async function call(replica: Replica, method: string, path: string, body?: unknown): Promise<{ status: number; body: any }> {
+  const response = await fetch(`${replica.url}${path}`, { method, headers: { authorization: `Bearer ${apiKey}`, 'content-type': 'application/json' }, body: body === undefined ? undefined : JSON.stringify(body) });
+  return { status: response.status, body: response.status === 204 ? null : await response.json() };
+}
 after(async () => {
   for (const replica of replicas) replica.child.kill('SIGKILL');
   await t.drop();
@@ -75,13 +86,9 @@ const pidOf = (holder: string) => Number(holder.split('/')[1]);
 
 describe('three Spool processes on one database', () => {
   it('fire one job per tick across a leader kill, and a new leader takes over within its TTL and keeps reaping', async (ctx) => {
+    const startedAt = Date.now();
     replicas = await Promise.all([0, 1, 2].map(() => startReplica(t.url)));
-    const slug = `replicas-${randomBytes(4).toString('hex')}`;
-    const { organization, apiKey } = await organizationCreate(t.pool, { name: slug, slug, planTier: 'enterprise', environment: 'development' });
-    const call = async (replica: Replica, method: string, path: string, body?: unknown) => {
-      const response = await fetch(`${replica.url}${path}`, { method, headers: { authorization: `Bearer ${apiKey.key}`, 'content-type': 'application/json' }, body: body === undefined ? undefined : JSON.stringify(body) });
-      return { status: response.status, body: response.status === 204 ? null : await response.json() };
-    };
+    ctx.diagnostic(`three processes listening after ${Date.now() - startedAt} ms`);
 
     let holder: string | null = null;
     for (let i = 0; i < 100 && !holder; i++) {
@@ -98,8 +105,8 @@ describe('three Spool processes on one database', () => {
     await sleep(10_500);
 
     // A job whose worker will "die": its 5 s lease runs out after the leader is gone.
-    await jobInsertMany(t.pool, [{ organizationId: organization.id, queueName: 'reaped', payload: {} }]);
-    const [leased] = await jobClaim(t.pool, { organizationId: organization.id, queueName: 'reaped', workerId: 'doomed', limit: 1, leaseSeconds: 5 });
+    await jobInsertMany(t.pool, [{ organizationId: organizationId, queueName: 'reaped', payload: {} }]);
+    const [leased] = await jobClaim(t.pool, { organizationId: organizationId, queueName: 'reaped', workerId: 'doomed', limit: 1, leaseSeconds: 5 });
     assert.ok(leased);
 
     const killedAt = Date.now();
@@ -138,7 +145,7 @@ describe('three Spool processes on one database', () => {
       `SELECT r.fire_time, r.job_id, r.status, j.created_at
        FROM spool.schedule_runs r LEFT JOIN spool.jobs j ON j.id = r.job_id
        WHERE r.schedule_id = $1 AND NOT r.manual ORDER BY r.fire_time`, [created.body.id])).rows;
-    const jobs = (await t.pool.query<{ id: string }>(`SELECT id FROM spool.jobs WHERE organization_id = $1 AND queue_name = 'replicated'`, [organization.id])).rows;
+    const jobs = (await t.pool.query<{ id: string }>(`SELECT id FROM spool.jobs WHERE organization_id = $1 AND queue_name = 'replicated'`, [organizationId])).rows;
 
     assert.ok(runs.length >= 13, `${runs.length} ticks fired`);
     for (let i = 1; i < runs.length; i++) {
@@ -162,5 +169,54 @@ describe('three Spool processes on one database', () => {
     }));
     replicas = [];
     assert.equal(await leaderHolder(), null, 'the last leader released its lease on the way out');
+  });
+
+  it('stop every process over several ticks, restart: each missed-fire policy does what it says', async () => {
+    const threshold = 1500;
+    const env = { SPOOL_MISFIRE_THRESHOLD_MS: String(threshold) };
+    replicas = [await startReplica(t.url, env)];
+    const ids: Record<string, string> = {};
+    for (const policy of ['skip', 'once', 'all']) {
+      const created = await call(replicas[0]!, 'POST', '/api/v1/schedules', { name: policy, cron_expression: '* * * * * *', queue_name: `missed-${policy}`, payload_template: {}, missed_policy: policy });
+      assert.equal(created.status, 201);
+      ids[policy] = created.body.id;
+    }
+    await sleep(2500);
+    replicas[0]!.child.kill('SIGTERM');
+    assert.equal(await replicas[0]!.exited, 0);
+    await sleep(5000); // nobody runs: ~5 ticks are missed, more with the restart
+    replicas = [await startReplica(t.url, env)];
+    await sleep(2500);
+    for (const id of Object.values(ids)) assert.equal((await call(replicas[0]!, 'POST', `/api/v1/schedules/${id}/pause`)).status, 200);
+
+    const runsOf = async (id: string) => (await t.pool.query<{ fire_time: Date; late_ms: number }>(
+      `SELECT r.fire_time, (extract(epoch FROM j.created_at - r.fire_time) * 1000)::float8 AS late_ms
+       FROM spool.schedule_runs r JOIN spool.jobs j ON j.id = r.job_id WHERE r.schedule_id = $1 ORDER BY r.fire_time`, [id])).rows;
+    const gaps = (runs: { fire_time: Date }[]) => runs.slice(1).map((r, i) => (r.fire_time.getTime() - runs[i]!.fire_time.getTime()) / 1000).filter((g) => g !== 1);
+    const missedFired = (runs: { late_ms: number }[]) => runs.filter((r) => r.late_ms > threshold).length;
+
+    const skip = await runsOf(ids.skip!);
+    const once = await runsOf(ids.once!);
+    const all = await runsOf(ids.all!);
+    assert.equal(missedFired(skip), 0, 'skip fired no missed tick');
+    assert.equal(gaps(skip).length, 1, 'skip left one hole');
+    assert.ok(gaps(skip)[0]! >= 3, `skip dropped ${gaps(skip)[0]! - 1} ticks`);
+    assert.equal(missedFired(once), 1, 'once fired exactly one missed tick');
+    assert.equal(gaps(once).length, 1);
+    const newestMissed = once.find((r) => r.late_ms > threshold)!;
+    const holeEnd = once[once.indexOf(newestMissed) - 1]!;
+    assert.ok(newestMissed.fire_time.getTime() - holeEnd.fire_time.getTime() >= 2000, 'the one run stands for the newest of several missed ticks');
+    assert.deepEqual(gaps(all), [], 'all fired every tick');
+    assert.ok(missedFired(all) >= 2, `all fired ${missedFired(all)} missed ticks`);
+    for (const policy of ['skip', 'once', 'all']) {
+      const runs = await runsOf(ids[policy]!);
+      assert.equal(new Set(runs.map((r) => r.fire_time.getTime())).size, runs.length, `${policy}: no tick twice`);
+      const jobs = await t.pool.query<{ n: number }>('SELECT count(*)::int AS n FROM spool.jobs WHERE queue_name = $1', [`missed-${policy}`]);
+      assert.equal(jobs.rows[0]!.n, runs.length, `${policy}: one job per run`);
+    }
+
+    replicas[0]!.child.kill('SIGTERM');
+    assert.equal(await replicas[0]!.exited, 0);
+    replicas = [];
   });
 });

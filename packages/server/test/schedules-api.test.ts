@@ -199,6 +199,14 @@ describe('schedules API (CONTRACT §3.9)', () => {
     assert.match(invalid.body.message, /cron_expression/);
   });
 
+  it('documents the routes and marks the extensions in the OpenAPI description', async () => {
+    const docs = await server.request('GET', '/docs/json', { auth: null });
+    assert.equal(docs.status, 200);
+    for (const path of ['/api/v1/schedules', '/api/v1/schedules/{id}', '/api/v1/schedules/{id}/trigger', '/api/v1/schedules/{id}/history']) assert.ok(docs.body.paths[path], path);
+    assert.ok(docs.body.paths['/api/v1/schedules/preview'].post.tags.includes('extension'));
+    assert.ok(docs.body.paths['/api/v1/schedules/{id}/preview'].get.tags.includes('extension'));
+  });
+
   it('deletes a schedule (204) and then 404s', async () => {
     const created = (await create({})).body;
     const deleted = await server.request('DELETE', `/api/v1/schedules/${created.id}`);

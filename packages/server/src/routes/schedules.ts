@@ -117,10 +117,16 @@ function found<T>(value: T | null): T {
   return value;
 }
 
+const tags = ['schedules'];
+
 /** Schedules (CONTRACT §2 rows 42-50, §3.9) plus the preview and missed_policy extensions. */
 export function scheduleRoutes(app: FastifyInstance, ctx: AppContext): void {
-  const tags = ['schedules'];
+  crudRoutes(app, ctx);
+  actionRoutes(app, ctx);
+  previewRoutes(app, ctx);
+}
 
+function crudRoutes(app: FastifyInstance, ctx: AppContext): void {
   app.get<{ Querystring: { limit?: string; offset?: string } }>('/schedules', {
     schema: { tags, summary: 'List schedules, newest first', querystring: ListQuery, response: { 200: Type.Array(ScheduleSchema) } },
   }, async (request) => {
@@ -155,17 +161,6 @@ export function scheduleRoutes(app: FastifyInstance, ctx: AppContext): void {
     return reply.code(201).send(scheduleToWire(created));
   });
 
-  app.post<{ Body: Body }>('/schedules/preview', {
-    schema: { tags: [...tags, 'extension'], summary: 'Extension: the next fire times of an unsaved expression', body: PreviewBody, response: { 200: PreviewResponse } },
-  }, async (request) => {
-    const body = request.body;
-    const timezone = body.timezone ?? 'UTC';
-    validateSchedule(body.cron_expression, timezone);
-    const after = body.after ? new Date(body.after) : new Date();
-    const count = Math.min(PREVIEW_MAX, Math.max(1, body.count ?? 10));
-    return { cron_expression: body.cron_expression, timezone, next_runs: schedulePreview(body.cron_expression, timezone, after, count).map((d) => d.toISOString()) };
-  });
-
   app.get<{ Params: { id: string } }>('/schedules/:id', {
     schema: { tags, summary: 'Get a schedule', params: IdParams, response: { 200: ScheduleSchema } },
   }, async (request) => scheduleToWire(await ownedSchedule(ctx, authOf(request), request.params.id)));
@@ -190,7 +185,31 @@ export function scheduleRoutes(app: FastifyInstance, ctx: AppContext): void {
     found((await scheduleDelete(ctx.db, auth.organizationId, request.params.id)) || null);
     return reply.code(204).send();
   });
+}
 
+function previewRoutes(app: FastifyInstance, ctx: AppContext): void {
+  app.post<{ Body: Body }>('/schedules/preview', {
+    schema: { tags: [...tags, 'extension'], summary: 'Extension: the next fire times of an unsaved expression', body: PreviewBody, response: { 200: PreviewResponse } },
+  }, async (request) => {
+    const body = request.body;
+    const timezone = body.timezone ?? 'UTC';
+    validateSchedule(body.cron_expression, timezone);
+    const after = body.after ? new Date(body.after) : new Date();
+    const count = Math.min(PREVIEW_MAX, Math.max(1, body.count ?? 10));
+    return { cron_expression: body.cron_expression, timezone, next_runs: schedulePreview(body.cron_expression, timezone, after, count).map((d) => d.toISOString()) };
+  });
+
+  app.get<{ Params: { id: string }; Querystring: { count?: string } }>('/schedules/:id/preview', {
+    schema: { tags: [...tags, 'extension'], summary: 'Extension: the next N fire times of a schedule (count 1-100, default 10)', params: IdParams, querystring: CountQuery, response: { 200: PreviewResponse } },
+  }, async (request) => {
+    const schedule = await ownedSchedule(ctx, authOf(request), request.params.id);
+    const count = intQuery(request.query.count, 10, 1, PREVIEW_MAX);
+    const runs = schedulePreview(schedule.cron_expression, schedule.timezone, new Date(), count);
+    return { cron_expression: schedule.cron_expression, timezone: schedule.timezone, next_runs: runs.map((d) => d.toISOString()) };
+  });
+}
+
+function actionRoutes(app: FastifyInstance, ctx: AppContext): void {
   for (const action of ['pause', 'resume'] as const) {
     app.post<{ Params: { id: string } }>(`/schedules/:id/${action}`, {
       schema: { tags, summary: action === 'pause' ? 'Pause a schedule' : 'Resume a schedule from its next tick (no burst of missed ticks)', params: IdParams, response: { 200: ScheduleSchema } },
@@ -218,14 +237,5 @@ export function scheduleRoutes(app: FastifyInstance, ctx: AppContext): void {
     const limit = intQuery(request.query.limit, 50, 1, 500);
     const runs = found(await scheduleRunList(ctx.db, authOf(request).organizationId, request.params.id, limit));
     return runs.map(scheduleRunToWire);
-  });
-
-  app.get<{ Params: { id: string }; Querystring: { count?: string } }>('/schedules/:id/preview', {
-    schema: { tags: [...tags, 'extension'], summary: 'Extension: the next N fire times of a schedule (count 1-100, default 10)', params: IdParams, querystring: CountQuery, response: { 200: PreviewResponse } },
-  }, async (request) => {
-    const schedule = await ownedSchedule(ctx, authOf(request), request.params.id);
-    const count = intQuery(request.query.count, 10, 1, PREVIEW_MAX);
-    const runs = schedulePreview(schedule.cron_expression, schedule.timezone, new Date(), count);
-    return { cron_expression: schedule.cron_expression, timezone: schedule.timezone, next_runs: runs.map((d) => d.toISOString()) };
   });
 }

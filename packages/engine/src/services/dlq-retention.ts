@@ -22,7 +22,7 @@ export class DlqRetention extends LoopService {
   readonly #batchSize: number;
 
   constructor(db: Db, options: DlqRetentionOptions = {}) {
-    super({ idleMs: options.idleMs ?? 300_000, errorDelayMs: options.errorDelayMs, log: options.log });
+    super({ idleMs: options.idleMs ?? 300_000, errorDelayMs: options.errorDelayMs, startDelayMs: options.startDelayMs ?? 15_000, log: options.log });
     this.#db = db;
     this.#days = options.deadletterDays ?? 30;
     this.#batchSize = options.batchSize ?? 1000;

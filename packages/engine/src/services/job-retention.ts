@@ -28,7 +28,7 @@ export class JobRetention extends LoopService {
   readonly #batchSize: number;
 
   constructor(db: Db, options: JobRetentionOptions = {}) {
-    super({ idleMs: options.idleMs ?? 60_000, errorDelayMs: options.errorDelayMs, log: options.log });
+    super({ idleMs: options.idleMs ?? 60_000, errorDelayMs: options.errorDelayMs, startDelayMs: options.startDelayMs ?? 10_000, log: options.log });
     this.#db = db;
     this.#days = { completed: options.completedDays ?? 7, failed: options.failedDays ?? 30, cancelled: options.cancelledDays ?? 7 };
     this.#batchSize = options.batchSize ?? 1000;

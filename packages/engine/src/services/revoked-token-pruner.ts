@@ -17,7 +17,7 @@ export class RevokedTokenPruner extends LoopService {
   readonly #batchSize: number;
 
   constructor(db: Db, options: RevokedTokenPrunerOptions = {}) {
-    super({ idleMs: options.idleMs ?? 600_000, errorDelayMs: options.errorDelayMs, log: options.log });
+    super({ idleMs: options.idleMs ?? 600_000, errorDelayMs: options.errorDelayMs, startDelayMs: options.startDelayMs ?? 25_000, log: options.log });
     this.#db = db;
     this.#graceMs = options.graceMs ?? 300_000;
     this.#batchSize = options.batchSize ?? 1000;

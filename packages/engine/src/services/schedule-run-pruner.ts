@@ -17,7 +17,7 @@ export class ScheduleRunPruner extends LoopService {
   readonly #batchSize: number;
 
   constructor(db: Db, options: ScheduleRunPrunerOptions = {}) {
-    super({ idleMs: options.idleMs ?? 300_000, errorDelayMs: options.errorDelayMs, log: options.log });
+    super({ idleMs: options.idleMs ?? 300_000, errorDelayMs: options.errorDelayMs, startDelayMs: options.startDelayMs ?? 20_000, log: options.log });
     this.#db = db;
     this.#days = options.days ?? 7;
     this.#batchSize = options.batchSize ?? 1000;

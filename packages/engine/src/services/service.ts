@@ -10,6 +10,8 @@ export interface LoopServiceOptions {
   idleMs: number;
   /** Delay before retrying after runOnce() threw. Default: idleMs. */
   errorDelayMs?: number;
+  /** Delay of the first run after start(). Default 0; non-urgent services wait so that a process start (or a new leader) is not a burst of work. */
+  startDelayMs?: number;
   log?: (message: string, err?: unknown) => void;
 }
 
@@ -24,6 +26,7 @@ export abstract class LoopService implements Service {
   readonly counters = new Map<string, number>();
   protected readonly idleMs: number;
   protected readonly errorDelayMs: number;
+  readonly #startDelayMs: number;
   protected readonly log: (message: string, err?: unknown) => void;
   #timer: NodeJS.Timeout | null = null;
   #running = false;
@@ -34,6 +37,7 @@ export abstract class LoopService implements Service {
   constructor(options: LoopServiceOptions) {
     this.idleMs = options.idleMs;
     this.errorDelayMs = options.errorDelayMs ?? options.idleMs;
+    this.#startDelayMs = options.startDelayMs ?? 0;
     this.log = options.log ?? (() => {});
   }
 
@@ -48,7 +52,7 @@ export abstract class LoopService implements Service {
     if (this.#running) return;
     this.#running = true;
     this.#wakeBy = Infinity;
-    this.#schedule(0);
+    this.#schedule(this.#startDelayMs);
   }
 
   async stop(): Promise<void> {

@@ -21,7 +21,7 @@ export class WorkerLiveness extends LoopService {
   readonly #batchSize: number;
 
   constructor(db: Db, options: WorkerLivenessOptions = {}) {
-    super({ idleMs: options.idleMs ?? 15_000, errorDelayMs: options.errorDelayMs, log: options.log });
+    super({ idleMs: options.idleMs ?? 15_000, errorDelayMs: options.errorDelayMs, startDelayMs: options.startDelayMs ?? 5_000, log: options.log });
     this.#db = db;
     this.#silenceMs = options.silenceMs ?? 120_000;
     this.#batchSize = options.batchSize ?? 100;

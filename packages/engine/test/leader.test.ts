@@ -71,8 +71,8 @@ describe('LeaderElector', () => {
     const before = await lease('crash');
     await a.stop({ release: false }); // a crash: services gone, lease row left behind
     try {
-      const tookMs = await until(() => b.isLeader, ttlMs + 1000);
-      assert.ok(tookMs <= ttlMs + 300, `takeover after ${tookMs} ms (lease ${ttlMs} ms)`);
+      const tookMs = await until(() => b.isLeader, ttlMs + 3000);
+      assert.ok(tookMs <= ttlMs + 1000, `takeover after ${tookMs} ms (lease ${ttlMs} ms)`);
       assert.ok(bProbe.running);
       const now = await lease('crash');
       assert.equal(now!.holder, 'b');
@@ -114,8 +114,8 @@ describe('LeaderElector', () => {
     b.start();
     const hog = await starved.connect(); // a's only connection: its renewals now wait forever
     try {
-      const demotedAfter = await until(() => !a.isLeader, ttlMs + 1000);
-      assert.ok(demotedAfter <= ttlMs + 200, `stepped down after ${demotedAfter} ms`);
+      const demotedAfter = await until(() => !a.isLeader, ttlMs + 3000);
+      assert.ok(demotedAfter <= ttlMs + 500, `stepped down after ${demotedAfter} ms`);
       assert.equal(aProbe.running, false);
       await until(() => b.isLeader, ttlMs + 1000);
     } finally {

@@ -38,8 +38,9 @@ describe('schedule firing', () => {
     const firer = new ScheduleFirer(t.pool);
     await firer.runOnce();
     const runs = await runsOf(schedule.id);
-    assert.ok(runs.length >= 5 && runs.length <= 7, `fired ${runs.length} ticks`);
+    assert.ok(runs.length >= 5, `fired ${runs.length} ticks`);
     runs.forEach((run, i) => assert.equal(run.fire_time.getTime(), from.getTime() + i * 1000));
+    assert.ok(runs[runs.length - 1]!.fire_time.getTime() <= Date.now(), 'no tick fired before its time');
     const jobs = await jobsIn('fire-basic');
     assert.equal(jobs.length, runs.length);
     assert.deepEqual(new Set(runs.map((r) => r.job_id)), new Set(jobs.map((j) => j.id)));
@@ -117,11 +118,14 @@ describe('schedule firing', () => {
   it('resuming a paused schedule continues from its next tick, without a burst of the ticks it slept through', async () => {
     const schedule = await newSchedule('resume-no-burst', '* * * * * *');
     await scheduleUpdate(t.pool, org, schedule.id, { isActive: false });
-    await setNextRun(schedule.id, new Date(Date.now() - 30_000));
+    await setNextRun(schedule.id, new Date(Date.now() - 30_000)); // as if it had been due for the 30 s it was paused
+    const resumedAt = Date.now();
     const resumed = await scheduleUpdate(t.pool, org, schedule.id, { isActive: true, recompute: true });
-    assert.ok(resumed!.next_run_at!.getTime() > Date.now() - 50);
+    assert.ok(resumed!.next_run_at!.getTime() > resumedAt - 1000, 'next_run_at is the first tick after resuming');
     await new ScheduleFirer(t.pool).runOnce();
-    assert.ok((await runsOf(schedule.id)).length <= 1);
+    const runs = await runsOf(schedule.id);
+    assert.ok(runs.every((r) => r.fire_time.getTime() > resumedAt - 1000), 'no tick of the paused period fired');
+    assert.ok(runs.length <= Math.ceil((Date.now() - resumedAt) / 1000) + 1, `${runs.length} runs: no burst`);
     await scheduleUpdate(t.pool, org, schedule.id, { isActive: false });
   });
 

@@ -117,7 +117,7 @@ describe('LeaderElector', () => {
       const demotedAfter = await until(() => !a.isLeader, ttlMs + 3000);
       assert.ok(demotedAfter <= ttlMs + 500, `stepped down after ${demotedAfter} ms`);
       assert.equal(aProbe.running, false);
-      await until(() => b.isLeader, ttlMs + 1000);
+      await until(() => b.isLeader, ttlMs + 3000);
     } finally {
       hog.release();
       await b.stop();

@@ -6,6 +6,7 @@
  * It migrates a template database that each test file clones (see
  * test-support/db.ts) and drops everything it created at the end.
  * Arguments are test file filters: `npm test -- claim` runs files whose path contains "claim".
+ * Files named `*.serial.test.ts` run after the others, one at a time.
  */
 import { spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
@@ -73,12 +74,18 @@ async function main(): Promise<number> {
   let code = 1;
   try {
     const concurrency = process.env.SPOOL_TEST_CONCURRENCY ?? '4';
-    const child = spawn(process.execPath, ['--import', 'tsx', '--test', '--test-reporter=spec', `--test-concurrency=${concurrency}`, ...files], {
-      stdio: 'inherit',
-      cwd: root,
-      env: { ...process.env, SPOOL_TEST_ADMIN_URL: adminUrl, SPOOL_TEST_TEMPLATE: template },
+    const env = { ...process.env, SPOOL_TEST_ADMIN_URL: adminUrl, SPOOL_TEST_TEMPLATE: template };
+    const runFiles = (batch: string[], filesAtOnce: string) => new Promise<number>((resolve) => {
+      if (batch.length === 0) return resolve(0);
+      const child = spawn(process.execPath, ['--import', 'tsx', '--test', '--test-reporter=spec', `--test-concurrency=${filesAtOnce}`, ...batch], { stdio: 'inherit', cwd: root, env });
+      child.on('exit', (c, signal) => resolve(c ?? (signal ? 1 : 0)));
     });
-    code = await new Promise<number>((resolve) => child.on('exit', (c, signal) => resolve(c ?? (signal ? 1 : 0))));
+    // `*.serial.test.ts` files measure timing (cron precision, leader failover
+    // across processes): they run afterwards, one at a time, so that they
+    // measure Spool and not four test files sharing two cores.
+    const parallel = await runFiles(files.filter((f) => !f.endsWith('.serial.test.ts')), concurrency);
+    const serial = await runFiles(files.filter((f) => f.endsWith('.serial.test.ts')), '1');
+    code = parallel || serial;
   } finally {
     const leftovers = await admin.query<{ datname: string }>('SELECT datname FROM pg_database WHERE datname LIKE $1', [`${template}%`]);
     for (const { datname } of leftovers.rows) {

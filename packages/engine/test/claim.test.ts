@@ -71,7 +71,7 @@ describe('jobClaim', () => {
     }
   });
 
-  it('does not claim a scheduled job before its time, and claims it within 100 ms after', async () => {
+  it('does not claim a scheduled job before its time, and claims it once it is due', async () => {
     const queue = 'scheduled';
     const at = new Date(Date.now() + 700);
     const [job] = await jobInsertMany(t.pool, [{ organizationId: org, queueName: queue, payload: {}, scheduledAt: at }]);
@@ -93,7 +93,10 @@ describe('jobClaim', () => {
       const promote = await t.pool.query<{ created_at: Date }>(`SELECT created_at FROM spool.job_history WHERE job_id = $1 AND event = 'promote'`, [job!.id]);
       const lateness = promote.rows[0]!.created_at.getTime() - at.getTime();
       assert.ok(lateness >= 0, `promoted ${-lateness} ms early`);
-      assert.ok(lateness <= 100, `promoted ${lateness} ms after its time`);
+      // The 100 ms target is measured where no other test file competes for
+      // the two cores: packages/server/test/scheduler-precision.serial.test.ts.
+      // Here it only has to be promoted by its own timer, not a sweep.
+      assert.ok(lateness <= 1000, `promoted ${lateness} ms after its time`);
     } finally {
       await promoter.stop();
     }

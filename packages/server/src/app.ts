@@ -26,6 +26,7 @@ import { jobWorkerRoutes } from './routes/jobs-worker.js';
 import { queueRoutes } from './routes/queues.js';
 import { workerRoutes } from './routes/workers.js';
 import { organizationPublicRoutes, organizationRoutes } from './routes/organizations.js';
+import { scheduleRoutes } from './routes/schedules.js';
 
 /** What route handlers need; built once by the runtime. */
 export interface AppContext {
@@ -55,6 +56,7 @@ const AUTHENTICATED_ROUTES: ((app: FastifyInstance, ctx: AppContext) => void)[] 
   apiKeyRoutes,
   billingRoutes,
   dashboardRoutes,
+  scheduleRoutes,
 ];
 
 /**

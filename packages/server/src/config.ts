@@ -25,6 +25,10 @@ export interface Config {
   logLevel: string;
   poolMax: number;
   environment: 'development' | 'production';
+  /** Leader lease lifetime: a dead leader is replaced within this long (docs/scheduler.md). */
+  leaderTtlMs: number;
+  /** A cron tick later than this is "missed" and handled by the schedule's missed_policy. */
+  misfireThresholdMs: number;
 }
 
 function int(env: NodeJS.ProcessEnv, name: string, fallback: number, min: number, max: number): number {
@@ -69,5 +73,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     logLevel: oneOf(env, 'LOG_LEVEL', ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const, 'info'),
     poolMax: int(env, 'DATABASE_POOL_MAX', 20, 1, 1000),
     environment: oneOf(env, 'SPOOL_ENV', ['development', 'production'] as const, env.NODE_ENV === 'production' ? 'production' : 'development'),
+    leaderTtlMs: int(env, 'SPOOL_LEADER_TTL_MS', 15_000, 1_000, 600_000),
+    misfireThresholdMs: int(env, 'SPOOL_MISFIRE_THRESHOLD_MS', 60_000, 0, 86_400_000),
   };
 }

@@ -1,14 +1,24 @@
 import { pino, type Logger } from 'pino';
 import {
   createPool,
+  DlqRetention,
   JOBS_CHANNEL,
   JobExpirer,
+  JobRetention,
+  LEADER_CHANNEL,
+  LeaderElector,
   LeaseReaper,
   migrate,
   Notifier,
   parseJobsNotice,
+  RevokedTokenPruner,
   ScheduledPromoter,
+  ScheduleFirer,
+  ScheduleRunPruner,
+  SCHEDULES_CHANNEL,
+  WorkerLiveness,
   type Db,
+  type LoopService,
   type Service,
 } from '@spool/engine';
 import { buildApp, type AppContext, type RouteSummary } from './app.js';
@@ -31,6 +41,10 @@ export interface RunningSpool {
   logger: Logger;
   /** Every HTTP route (method, url, schema). */
   routes: RouteSummary[];
+  /** This process's leader elector (leadership decides which maintenance services run here). */
+  leader: LeaderElector;
+  /** Every maintenance loop of this process, for their `counters`. */
+  maintenance: LoopService[];
   /** Two-phase stop: stop accepting and finish requests and gRPC calls (streams end cleanly), then services, pools and the embedded database. */
   stop(): Promise<void>;
 }
@@ -65,14 +79,37 @@ export async function startSpool(config: Config, options: StartOptions = {}): Pr
 
     const log = (message: string, err?: unknown) => logger.warn({ err }, message);
     const notifier = new Notifier({ connectionString: databaseUrl, log });
+    // The promoter runs on every replica: SKIP LOCKED makes overlapping runs
+    // safe, and a delayed job then never waits for a leader failover.
     const promoter = new ScheduledPromoter(db, { log });
+    // Everything that must run once runs on the elected leader only.
+    const firer = new ScheduleFirer(db, { log, misfireThresholdMs: config.misfireThresholdMs });
+    const leaderServices: LoopService[] = [
+      firer,
+      new LeaseReaper(db, { log }),
+      new JobExpirer(db, { log }),
+      new WorkerLiveness(db, { log }),
+      new JobRetention(db, { log }),
+      new DlqRetention(db, { log }),
+      new ScheduleRunPruner(db, { log }),
+      new RevokedTokenPruner(db, { log }),
+    ];
+    const leader: LeaderElector = new LeaderElector(db, {
+      ttlMs: config.leaderTtlMs,
+      services: leaderServices,
+      log,
+      onChange: (isLeader, reason) => logger.info({ holder: leader.holder, reason }, isLeader ? 'became leader: running maintenance services' : 'no longer leader'),
+    });
     notifier.listen(JOBS_CHANNEL, (payload) => {
       const notice = parseJobsNotice(payload);
       if (notice.scheduledAt !== null) promoter.scheduledFor(notice.scheduledAt);
       else if (payload === '') promoter.wake();
     });
+    notifier.listen(SCHEDULES_CHANNEL, () => firer.wake());
+    notifier.listen(LEADER_CHANNEL, () => leader.wake());
     await notifier.start();
-    services.push(notifier as unknown as Service, promoter, new LeaseReaper(db, { log }), new JobExpirer(db, { log }));
+    const maintenance: LoopService[] = [promoter, leader, ...leaderServices];
+    services.push(notifier as unknown as Service, promoter, leader);
     for (const service of services.slice(1)) await service.start();
 
     const tokens = await TokenService.create(db, config.jwtSecret);
@@ -106,6 +143,8 @@ export async function startSpool(config: Config, options: StartOptions = {}): Pr
       db,
       logger,
       routes: app.routeTable,
+      leader,
+      maintenance,
       stop() {
         stopping ??= (async () => {
           // HTTP and gRPC drain side by side (stopping the gRPC server again below is a no-op).

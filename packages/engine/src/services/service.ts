@@ -8,6 +8,10 @@ export interface Service {
 export interface LoopServiceOptions {
   /** Longest sleep between runs when nothing asks for an earlier one. */
   idleMs: number;
+  /** Delay before retrying after runOnce() threw. Default: idleMs. */
+  errorDelayMs?: number;
+  /** Delay of the first run after start(). Default 0; non-urgent services wait so that a process start (or a new leader) is not a burst of work. */
+  startDelayMs?: number;
   log?: (message: string, err?: unknown) => void;
 }
 
@@ -21,14 +25,19 @@ export abstract class LoopService implements Service {
   /** What the service did, for metrics: counter name -> total. */
   readonly counters = new Map<string, number>();
   protected readonly idleMs: number;
+  protected readonly errorDelayMs: number;
+  readonly #startDelayMs: number;
   protected readonly log: (message: string, err?: unknown) => void;
   #timer: NodeJS.Timeout | null = null;
   #running = false;
   #inFlight: Promise<void> | null = null;
-  #wakeRequested = false;
+  /** Earliest wake-up asked for while a round was running (epoch ms). */
+  #wakeBy = Infinity;
 
   constructor(options: LoopServiceOptions) {
     this.idleMs = options.idleMs;
+    this.errorDelayMs = options.errorDelayMs ?? options.idleMs;
+    this.#startDelayMs = options.startDelayMs ?? 0;
     this.log = options.log ?? (() => {});
   }
 
@@ -42,7 +51,8 @@ export abstract class LoopService implements Service {
   start(): void {
     if (this.#running) return;
     this.#running = true;
-    this.#schedule(0);
+    this.#wakeBy = Infinity;
+    this.#schedule(this.#startDelayMs);
   }
 
   async stop(): Promise<void> {
@@ -54,18 +64,19 @@ export abstract class LoopService implements Service {
 
   /** Run as soon as possible (e.g. new work was announced). */
   wake(): void {
-    if (!this.#running) return;
-    if (this.#inFlight) {
-      this.#wakeRequested = true;
-      return;
-    }
-    this.#schedule(0);
+    this.wakeAt(0);
   }
 
-  /** Run no later than `delayMs` from now. */
+  /**
+   * Run no later than `delayMs` from now. A request that arrives while a
+   * round is running is kept and honoured when the round ends: that round
+   * may have read the database before the change that caused the request.
+   */
   wakeAt(delayMs: number): void {
-    if (!this.#running || this.#inFlight) {
-      if (this.#inFlight && delayMs <= 0) this.#wakeRequested = true;
+    if (!this.#running) return;
+    const at = Date.now() + Math.max(0, delayMs);
+    if (this.#inFlight) {
+      this.#wakeBy = Math.min(this.#wakeBy, at);
       return;
     }
     this.#schedule(Math.max(0, delayMs), true);
@@ -92,16 +103,16 @@ export abstract class LoopService implements Service {
         delay = await this.runOnce();
       } catch (err) {
         this.count('errors', 1);
-        this.log(`${this.name} failed; retrying in ${this.idleMs} ms`, err);
-        delay = this.idleMs;
+        this.log(`${this.name} failed; retrying in ${this.errorDelayMs} ms`, err);
+        delay = this.errorDelayMs;
       }
     })();
     await this.#inFlight;
     this.#inFlight = null;
     if (!this.#running) return;
-    if (this.#wakeRequested) {
-      this.#wakeRequested = false;
-      delay = 0;
+    if (this.#wakeBy !== Infinity) {
+      delay = Math.min(delay, this.#wakeBy - Date.now());
+      this.#wakeBy = Infinity;
     }
     this.#schedule(Math.max(0, Math.min(delay, this.idleMs)));
   }

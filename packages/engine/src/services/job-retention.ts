@@ -1,0 +1,43 @@
+import type { Db } from '../db.js';
+import { jobRetentionDelete } from '../ops/retention.js';
+import { LoopService, type LoopServiceOptions } from './service.js';
+
+export interface JobRetentionOptions extends Partial<LoopServiceOptions> {
+  /** Days a completed job is kept after it finished. Default 7. */
+  completedDays?: number;
+  /** Days a failed job is kept. Default 30 (like the dead-letter queue: someone may want to look). */
+  failedDays?: number;
+  /** Days a cancelled (or expired) job is kept. Default 7. */
+  cancelledDays?: number;
+  /** Jobs deleted per statement. Default 1000. */
+  batchSize?: number;
+}
+
+/**
+ * Deletes finished jobs (completed, failed, cancelled) past their retention
+ * window, and their history with them; history of live jobs is never
+ * touched. Each queue may override the windows in
+ * queue_config.settings.retention.{completed,failed,cancelled}_days.
+ * Bounded batches; runs again at once while batches are full, else every
+ * `idleMs` (default 60 s). Dead-lettered jobs: see DlqRetention.
+ */
+export class JobRetention extends LoopService {
+  readonly name = 'job-retention';
+  readonly #db: Db;
+  readonly #days: { completed: number; failed: number; cancelled: number };
+  readonly #batchSize: number;
+
+  constructor(db: Db, options: JobRetentionOptions = {}) {
+    super({ idleMs: options.idleMs ?? 60_000, errorDelayMs: options.errorDelayMs, startDelayMs: options.startDelayMs ?? 10_000, log: options.log });
+    this.#db = db;
+    this.#days = { completed: options.completedDays ?? 7, failed: options.failedDays ?? 30, cancelled: options.cancelledDays ?? 7 };
+    this.#batchSize = options.batchSize ?? 1000;
+  }
+
+  async runOnce(): Promise<number> {
+    const deleted = await jobRetentionDelete(this.#db, this.#days, this.#batchSize);
+    this.count('jobs_deleted', deleted.jobs);
+    this.count('history_deleted', deleted.history);
+    return deleted.jobs >= this.#batchSize ? 0 : this.idleMs;
+  }
+}

@@ -1,0 +1,241 @@
+import type { FastifyInstance } from 'fastify';
+import { Type } from 'typebox';
+import { LIMITS, NotFoundError, PayloadTooLargeError } from '@spool/protocol';
+import {
+  scheduleCreate,
+  scheduleDelete,
+  scheduleGet,
+  scheduleList,
+  schedulePreview,
+  scheduleRunList,
+  scheduleTrigger,
+  scheduleUpdate,
+  validateSchedule,
+  type MissedPolicy,
+  type ScheduleRow,
+  type SchedulePatch,
+} from '@spool/engine';
+import type { AppContext } from '../app.js';
+import { assertQueueAllowed, authOf, type AuthContext } from '../http/auth.js';
+import { IdParams, MaxRetries, Priority, QueueName, TimeoutSeconds, jsonBytes, nullable } from '../wire/common.js';
+import { ScheduleRunSchema, ScheduleSchema, scheduleRunToWire, scheduleToWire } from '../wire/schedule.js';
+
+const JsonObject = Type.Record(Type.String(), Type.Unknown());
+const MissedPolicyField = Type.String({ enum: ['skip', 'once', 'all'], description: 'extension; default "once"' });
+const CronExpression = Type.String({ minLength: 1, maxLength: 255, description: '6 fields: second minute hour day-of-month month day-of-week (5 fields accepted, second 0)' });
+const TimeZoneField = Type.String({ minLength: 1, maxLength: 64, description: 'IANA name, default UTC' });
+
+const CreateBody = Type.Object({
+  name: Type.String({ minLength: 1, maxLength: 255 }),
+  description: Type.Optional(nullable(Type.String({ maxLength: 1000 }))),
+  cron_expression: CronExpression,
+  timezone: Type.Optional(nullable(TimeZoneField)),
+  queue_name: QueueName,
+  payload_template: JsonObject,
+  priority: Type.Optional(Priority),
+  max_retries: Type.Optional(MaxRetries),
+  timeout_seconds: Type.Optional(TimeoutSeconds),
+  is_active: Type.Optional(Type.Boolean()),
+  missed_policy: Type.Optional(MissedPolicyField),
+  tags: Type.Optional(nullable(JsonObject)),
+  metadata: Type.Optional(nullable(JsonObject)),
+});
+
+const UpdateBody = Type.Object({
+  name: Type.Optional(Type.String({ minLength: 1, maxLength: 255 })),
+  description: Type.Optional(nullable(Type.String({ maxLength: 1000 }))),
+  cron_expression: Type.Optional(CronExpression),
+  timezone: Type.Optional(TimeZoneField),
+  queue_name: Type.Optional(QueueName),
+  payload_template: Type.Optional(JsonObject),
+  priority: Type.Optional(Priority),
+  max_retries: Type.Optional(MaxRetries),
+  timeout_seconds: Type.Optional(TimeoutSeconds),
+  is_active: Type.Optional(Type.Boolean()),
+  missed_policy: Type.Optional(MissedPolicyField),
+  tags: Type.Optional(nullable(JsonObject)),
+  metadata: Type.Optional(nullable(JsonObject)),
+});
+
+const PreviewBody = Type.Object({
+  cron_expression: CronExpression,
+  timezone: Type.Optional(nullable(TimeZoneField)),
+  count: Type.Optional(Type.Integer()),
+  after: Type.Optional(nullable(Type.String({ format: 'date-time' }))),
+});
+
+const ListQuery = Type.Object({ limit: Type.Optional(Type.String()), offset: Type.Optional(Type.String()) });
+const CountQuery = Type.Object({ count: Type.Optional(Type.String()) });
+
+const PreviewResponse = Type.Object({ cron_expression: Type.String(), timezone: Type.String(), next_runs: Type.Array(Type.String({ format: 'date-time' })) });
+const TriggerResponse = Type.Object({ job_id: Type.String(), scheduled_at: Type.String({ format: 'date-time' }), triggered_at: Type.String({ format: 'date-time' }) });
+
+type Body = Record<string, any>;
+
+const PREVIEW_MAX = 100;
+
+/** A query integer: garbage falls back to the default, out-of-range values are clamped (CONTRACT §1.5). */
+function intQuery(raw: string | undefined, fallback: number, min: number, max: number): number {
+  const value = raw === undefined ? NaN : Number.parseInt(raw, 10);
+  return Number.isFinite(value) ? Math.min(max, Math.max(min, value)) : fallback;
+}
+
+function checkSizes(body: Body): void {
+  for (const [field, limit] of [['payload_template', LIMITS.payloadBytesMax], ['tags', LIMITS.tagsBytesMax], ['metadata', LIMITS.tagsBytesMax]] as const) {
+    if (body[field] == null) continue;
+    const bytes = jsonBytes(body[field]);
+    if (bytes > limit) throw new PayloadTooLargeError(`${field} is ${bytes} bytes; the limit is ${limit}`, { field, limit });
+  }
+}
+
+function patchOf(body: Body): SchedulePatch {
+  return {
+    name: body.name,
+    description: body.description,
+    cronExpression: body.cron_expression,
+    timezone: body.timezone,
+    queueName: body.queue_name,
+    payloadTemplate: body.payload_template,
+    priority: body.priority,
+    maxRetries: body.max_retries,
+    timeoutSeconds: body.timeout_seconds,
+    isActive: body.is_active,
+    missedPolicy: body.missed_policy as MissedPolicy | undefined,
+    tags: body.tags,
+    metadata: body.metadata,
+  };
+}
+
+async function ownedSchedule(ctx: AppContext, auth: AuthContext, id: string): Promise<ScheduleRow> {
+  const schedule = await scheduleGet(ctx.db, auth.organizationId, id);
+  if (!schedule) throw new NotFoundError('Schedule not found');
+  return schedule;
+}
+
+function found<T>(value: T | null): T {
+  if (value === null) throw new NotFoundError('Schedule not found');
+  return value;
+}
+
+const tags = ['schedules'];
+
+/** Schedules (CONTRACT §2 rows 42-50, §3.9) plus the preview and missed_policy extensions. */
+export function scheduleRoutes(app: FastifyInstance, ctx: AppContext): void {
+  crudRoutes(app, ctx);
+  actionRoutes(app, ctx);
+  previewRoutes(app, ctx);
+}
+
+function crudRoutes(app: FastifyInstance, ctx: AppContext): void {
+  app.get<{ Querystring: { limit?: string; offset?: string } }>('/schedules', {
+    schema: { tags, summary: 'List schedules, newest first', querystring: ListQuery, response: { 200: Type.Array(ScheduleSchema) } },
+  }, async (request) => {
+    const limit = intQuery(request.query.limit, 100, 1, 500);
+    const offset = intQuery(request.query.offset, 0, 0, Number.MAX_SAFE_INTEGER);
+    return (await scheduleList(ctx.db, authOf(request).organizationId, limit, offset)).map(scheduleToWire);
+  });
+
+  app.post<{ Body: Body }>('/schedules', {
+    schema: { tags, summary: 'Create a schedule', body: CreateBody, response: { 201: ScheduleSchema } },
+  }, async (request, reply) => {
+    const auth = authOf(request);
+    const body = request.body;
+    checkSizes(body);
+    assertQueueAllowed(auth, body.queue_name);
+    const created = await scheduleCreate(ctx.db, {
+      organizationId: auth.organizationId,
+      name: body.name,
+      description: body.description ?? null,
+      cronExpression: body.cron_expression,
+      timezone: body.timezone ?? 'UTC',
+      queueName: body.queue_name,
+      payloadTemplate: body.payload_template,
+      priority: body.priority,
+      maxRetries: body.max_retries,
+      timeoutSeconds: body.timeout_seconds,
+      isActive: body.is_active,
+      missedPolicy: body.missed_policy as MissedPolicy | undefined,
+      tags: body.tags ?? null,
+      metadata: body.metadata ?? null,
+    });
+    return reply.code(201).send(scheduleToWire(created));
+  });
+
+  app.get<{ Params: { id: string } }>('/schedules/:id', {
+    schema: { tags, summary: 'Get a schedule', params: IdParams, response: { 200: ScheduleSchema } },
+  }, async (request) => scheduleToWire(await ownedSchedule(ctx, authOf(request), request.params.id)));
+
+  app.put<{ Params: { id: string }; Body: Body }>('/schedules/:id', {
+    schema: { tags, summary: 'Update a schedule (partial; a new expression or zone recomputes next_run_at)', params: IdParams, body: UpdateBody, response: { 200: ScheduleSchema } },
+  }, async (request) => {
+    const auth = authOf(request);
+    const body = request.body;
+    checkSizes(body);
+    const current = await ownedSchedule(ctx, auth, request.params.id);
+    assertQueueAllowed(auth, current.queue_name);
+    if (body.queue_name !== undefined) assertQueueAllowed(auth, body.queue_name);
+    return scheduleToWire(found(await scheduleUpdate(ctx.db, auth.organizationId, request.params.id, patchOf(body))));
+  });
+
+  app.delete<{ Params: { id: string } }>('/schedules/:id', {
+    schema: { tags, summary: 'Delete a schedule and its run history', params: IdParams },
+  }, async (request, reply) => {
+    const auth = authOf(request);
+    assertQueueAllowed(auth, (await ownedSchedule(ctx, auth, request.params.id)).queue_name);
+    found((await scheduleDelete(ctx.db, auth.organizationId, request.params.id)) || null);
+    return reply.code(204).send();
+  });
+}
+
+function previewRoutes(app: FastifyInstance, ctx: AppContext): void {
+  app.post<{ Body: Body }>('/schedules/preview', {
+    schema: { tags: [...tags, 'extension'], summary: 'Extension: the next fire times of an unsaved expression', body: PreviewBody, response: { 200: PreviewResponse } },
+  }, async (request) => {
+    const body = request.body;
+    const timezone = body.timezone ?? 'UTC';
+    validateSchedule(body.cron_expression, timezone);
+    const after = body.after ? new Date(body.after) : new Date();
+    const count = Math.min(PREVIEW_MAX, Math.max(1, body.count ?? 10));
+    return { cron_expression: body.cron_expression, timezone, next_runs: schedulePreview(body.cron_expression, timezone, after, count).map((d) => d.toISOString()) };
+  });
+
+  app.get<{ Params: { id: string }; Querystring: { count?: string } }>('/schedules/:id/preview', {
+    schema: { tags: [...tags, 'extension'], summary: 'Extension: the next N fire times of a schedule (count 1-100, default 10)', params: IdParams, querystring: CountQuery, response: { 200: PreviewResponse } },
+  }, async (request) => {
+    const schedule = await ownedSchedule(ctx, authOf(request), request.params.id);
+    const count = intQuery(request.query.count, 10, 1, PREVIEW_MAX);
+    const runs = schedulePreview(schedule.cron_expression, schedule.timezone, new Date(), count);
+    return { cron_expression: schedule.cron_expression, timezone: schedule.timezone, next_runs: runs.map((d) => d.toISOString()) };
+  });
+}
+
+function actionRoutes(app: FastifyInstance, ctx: AppContext): void {
+  for (const action of ['pause', 'resume'] as const) {
+    app.post<{ Params: { id: string } }>(`/schedules/:id/${action}`, {
+      schema: { tags, summary: action === 'pause' ? 'Pause a schedule' : 'Resume a schedule from its next tick (no burst of missed ticks)', params: IdParams, response: { 200: ScheduleSchema } },
+    }, async (request) => {
+      const auth = authOf(request);
+      assertQueueAllowed(auth, (await ownedSchedule(ctx, auth, request.params.id)).queue_name);
+      const patch: SchedulePatch = action === 'pause' ? { isActive: false } : { isActive: true, recompute: true };
+      return scheduleToWire(found(await scheduleUpdate(ctx.db, auth.organizationId, request.params.id, patch)));
+    });
+  }
+
+  app.post<{ Params: { id: string } }>('/schedules/:id/trigger', {
+    schema: { tags, summary: 'Create one job from the schedule now (also while paused)', params: IdParams, response: { 200: TriggerResponse } },
+  }, async (request) => {
+    const auth = authOf(request);
+    assertQueueAllowed(auth, (await ownedSchedule(ctx, auth, request.params.id)).queue_name);
+    const result = found(await scheduleTrigger(ctx.db, auth.organizationId, request.params.id));
+    const at = result.triggeredAt.toISOString();
+    return { job_id: result.jobId, scheduled_at: at, triggered_at: at };
+  });
+
+  app.get<{ Params: { id: string }; Querystring: { limit?: string } }>('/schedules/:id/history', {
+    schema: { tags, summary: 'Runs of a schedule, newest first', params: IdParams, querystring: Type.Object({ limit: Type.Optional(Type.String()) }), response: { 200: Type.Array(ScheduleRunSchema) } },
+  }, async (request) => {
+    const limit = intQuery(request.query.limit, 50, 1, 500);
+    const runs = found(await scheduleRunList(ctx.db, authOf(request).organizationId, request.params.id, limit));
+    return runs.map(scheduleRunToWire);
+  });
+}

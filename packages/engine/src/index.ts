@@ -24,3 +24,6 @@ export * from './ops/api-key.js';
 export * from './ops/organization-create.js';
 export * from './ops/job-read.js';
 export * from './ops/worker.js';
+export * from './ops/workflow-create.js';
+export * from './ops/workflow.js';
+export * from './ops/job-dependencies.js';

@@ -27,3 +27,5 @@ export * from './ops/worker.js';
 export * from './ops/workflow-create.js';
 export * from './ops/workflow.js';
 export * from './ops/job-dependencies.js';
+export * from './history-cursor.js';
+export * from './ops/history.js';

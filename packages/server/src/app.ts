@@ -2,6 +2,7 @@ import { randomUUID } from 'node:crypto';
 import Fastify, { type FastifyBaseLogger, type FastifyInstance } from 'fastify';
 import swagger from '@fastify/swagger';
 import swaggerUi from '@fastify/swagger-ui';
+import websocket from '@fastify/websocket';
 import type { Logger } from 'pino';
 import type { Db, Notifier } from '@spool/engine';
 import type { ClaimWaiters } from './claim-waiters.js';
@@ -13,12 +14,15 @@ import { installJsonBodyParser } from './http/json-body.js';
 import type { TokenService } from './http/jwt.js';
 import { installValidators } from './http/validation.js';
 import { healthRoutes } from './routes/health.js';
+import { dependencyRoutes } from './routes/dependencies.js';
 import { jobRoutes } from './routes/jobs.js';
 import { jobBulkRoutes } from './routes/jobs-bulk.js';
 import { jobDlqRoutes } from './routes/jobs-dlq.js';
 import { jobWorkerRoutes } from './routes/jobs-worker.js';
 import { queueRoutes } from './routes/queues.js';
 import { workerRoutes } from './routes/workers.js';
+import { realtimeRoutes } from './realtime/routes.js';
+import { workflowRoutes } from './routes/workflows.js';
 
 /** What route handlers need; built once by the runtime. */
 export interface AppContext {
@@ -43,10 +47,12 @@ const AUTHENTICATED_ROUTES: ((app: FastifyInstance, ctx: AppContext) => void)[] 
   jobDlqRoutes,
   queueRoutes,
   workerRoutes,
+  workflowRoutes,
+  dependencyRoutes,
 ];
 
 /** Route modules that authenticate themselves (or are public), mounted under /api/v1. */
-const PUBLIC_API_ROUTES: ((app: FastifyInstance, ctx: AppContext) => void)[] = [];
+const PUBLIC_API_ROUTES: ((app: FastifyInstance, ctx: AppContext) => void)[] = [realtimeRoutes];
 
 const MAX_BODY_BYTES = 6 * 1024 * 1024;
 
@@ -85,6 +91,8 @@ export async function buildApp(ctx: AppContext): Promise<FastifyInstance> {
     },
   });
   await app.register(swaggerUi, { routePrefix: '/docs' });
+  // Before any route, so that upgrade requests reach only WebSocket routes.
+  await app.register(websocket, { options: { maxPayload: 64 * 1024 } });
 
   healthRoutes(app, ctx);
   await app.register(async (scope) => {

@@ -29,3 +29,4 @@ export * from './ops/workflow.js';
 export * from './ops/job-dependencies.js';
 export * from './history-cursor.js';
 export * from './ops/history.js';
+export * from './ops/webhook.js';

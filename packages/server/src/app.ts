@@ -21,6 +21,7 @@ import { jobDlqRoutes } from './routes/jobs-dlq.js';
 import { jobWorkerRoutes } from './routes/jobs-worker.js';
 import { queueRoutes } from './routes/queues.js';
 import { workerRoutes } from './routes/workers.js';
+import { outgoingWebhookRoutes } from './routes/outgoing-webhooks.js';
 import { realtimeRoutes } from './realtime/routes.js';
 import { workflowRoutes } from './routes/workflows.js';
 
@@ -49,6 +50,7 @@ const AUTHENTICATED_ROUTES: ((app: FastifyInstance, ctx: AppContext) => void)[] 
   workerRoutes,
   workflowRoutes,
   dependencyRoutes,
+  outgoingWebhookRoutes,
 ];
 
 /** Route modules that authenticate themselves (or are public), mounted under /api/v1. */

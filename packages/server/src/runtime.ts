@@ -18,6 +18,7 @@ import type { Config } from './config.js';
 import { startEmbeddedPostgres, type EmbeddedPostgres } from './embedded-postgres.js';
 import { GrpcServer } from './grpc/server.js';
 import { TokenService } from './http/jwt.js';
+import { WebhookDelivery } from './webhooks/delivery-service.js';
 import { VERSION } from './version.js';
 
 export interface RunningSpool {
@@ -67,7 +68,9 @@ export async function startSpool(config: Config, options: StartOptions = {}): Pr
       else if (payload === '') promoter.wake();
     });
     await notifier.start();
-    services.push(notifier as unknown as Service, promoter, new LeaseReaper(db, { log }), new JobExpirer(db, { log }));
+    // WebhookDelivery is safe on every process (SKIP LOCKED claims, a locked dispatch cursor).
+    const webhooks = new WebhookDelivery(db, { environment: config.environment, log });
+    services.push(notifier as unknown as Service, promoter, new LeaseReaper(db, { log }), new JobExpirer(db, { log }), webhooks);
     for (const service of services.slice(1)) await service.start();
 
     const tokens = await TokenService.create(db, config.jwtSecret);

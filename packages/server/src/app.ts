@@ -15,6 +15,7 @@ import type { TokenService } from './http/jwt.js';
 import { installValidators } from './http/validation.js';
 import { healthRoutes } from './routes/health.js';
 import { dependencyRoutes } from './routes/dependencies.js';
+import { incomingWebhookRoutes } from './routes/incoming-webhooks.js';
 import { jobRoutes } from './routes/jobs.js';
 import { jobBulkRoutes } from './routes/jobs-bulk.js';
 import { jobDlqRoutes } from './routes/jobs-dlq.js';
@@ -54,7 +55,7 @@ const AUTHENTICATED_ROUTES: ((app: FastifyInstance, ctx: AppContext) => void)[] 
 ];
 
 /** Route modules that authenticate themselves (or are public), mounted under /api/v1. */
-const PUBLIC_API_ROUTES: ((app: FastifyInstance, ctx: AppContext) => void)[] = [realtimeRoutes];
+const PUBLIC_API_ROUTES: ((app: FastifyInstance, ctx: AppContext) => void)[] = [realtimeRoutes, incomingWebhookRoutes];
 
 const MAX_BODY_BYTES = 6 * 1024 * 1024;
 

@@ -20,6 +20,10 @@ export interface Config {
   logLevel: string;
   poolMax: number;
   environment: 'development' | 'production';
+  /** Verifies POST /webhooks/{org}/github (X-Hub-Signature-256). */
+  githubWebhookSecret: string | null;
+  /** Verifies POST /webhooks/{org}/stripe (Stripe-Signature). */
+  stripeWebhookSecret: string | null;
 }
 
 function int(env: NodeJS.ProcessEnv, name: string, fallback: number, min: number, max: number): number {
@@ -63,5 +67,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     logLevel: oneOf(env, 'LOG_LEVEL', ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const, 'info'),
     poolMax: int(env, 'DATABASE_POOL_MAX', 20, 1, 1000),
     environment: oneOf(env, 'SPOOL_ENV', ['development', 'production'] as const, env.NODE_ENV === 'production' ? 'production' : 'development'),
+    githubWebhookSecret: env.GITHUB_WEBHOOK_SECRET || null,
+    stripeWebhookSecret: env.STRIPE_WEBHOOK_SECRET || null,
   };
 }

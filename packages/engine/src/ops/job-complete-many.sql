@@ -18,7 +18,8 @@ WITH input AS (
 ),
 target AS (
   SELECT j.id, j.lease_id AS held_lease_id, i.worker_id, i.result,
-         coalesce(NOT pg_visible_in_snapshot(j.dependents_xid, pg_current_snapshot()), false) AS recount
+         CASE WHEN j.dependents_xid IS NULL THEN false
+              ELSE NOT pg_visible_in_snapshot(j.dependents_xid, pg_current_snapshot()) END AS recount
   FROM spool.jobs j
   JOIN input i ON i.id = j.id
   WHERE j.organization_id = $1

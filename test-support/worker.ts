@@ -1,7 +1,6 @@
-import { jobClaim, jobCompleteMany, jobFailMany } from '@spool/engine';
 import type { TestServer } from './server.js';
 
-/** A claimed job as a worker sees it. */
+/** A claimed job as a worker sees it (POST /jobs/claim). */
 export interface ClaimedJob {
   id: string;
   queue_name: string;
@@ -16,26 +15,23 @@ export interface HttpWorker {
   fail(job: ClaimedJob, error: string): Promise<void>;
 }
 
-/**
- * A worker for tests: claims, completes and fails jobs through the same
- * engine operations the worker endpoints use (POST /jobs/claim, /complete,
- * /fail), against the server's own database.
- */
+/** A worker for tests that speaks the worker protocol over real HTTP (CONTRACT §3.4). */
 export function httpWorker(server: TestServer, workerId = 'test-worker'): HttpWorker {
-  const org = server.organizationId;
+  const call = async (path: string, body: unknown) => {
+    const response = await server.request('POST', path, { body });
+    if (response.status !== 200) throw new Error(`POST ${path} answered ${response.status}: ${response.text}`);
+    return response.body;
+  };
   return {
     workerId,
     async claim(queue, limit = 1) {
-      const rows = await jobClaim(server.spool.db, { organizationId: org, queueName: queue, workerId, limit, leaseSeconds: 60 });
-      return rows.map((row) => ({ id: row.id, queue_name: row.queue_name, payload: row.payload, lease_id: row.lease_id! }));
+      return (await call('/api/v1/jobs/claim', { queue_name: queue, worker_id: workerId, limit, lease_duration_secs: 60 })).jobs;
     },
     async complete(job, result) {
-      const [outcome] = await jobCompleteMany(server.spool.db, org, [{ id: job.id, workerId, leaseId: job.lease_id, result }]);
-      if (!outcome?.ok) throw new Error(`complete of ${job.id} refused: ${outcome && !outcome.ok ? outcome.reason : 'no outcome'}`);
+      await call(`/api/v1/jobs/${job.id}/complete`, { worker_id: workerId, lease_id: job.lease_id, ...(result === undefined ? {} : { result }) });
     },
     async fail(job, error) {
-      const [outcome] = await jobFailMany(server.spool.db, org, [{ id: job.id, workerId, leaseId: job.lease_id, error }]);
-      if (!outcome?.ok) throw new Error(`fail of ${job.id} refused`);
+      await call(`/api/v1/jobs/${job.id}/fail`, { worker_id: workerId, lease_id: job.lease_id, error });
     },
   };
 }

@@ -13,17 +13,17 @@ import { installErrorHandler } from './http/errors.js';
 import { installJsonBodyParser } from './http/json-body.js';
 import type { TokenService } from './http/jwt.js';
 import { installValidators } from './http/validation.js';
-import { healthRoutes } from './routes/health.js';
+import { realtimeRoutes } from './realtime/routes.js';
 import { dependencyRoutes } from './routes/dependencies.js';
+import { healthRoutes } from './routes/health.js';
 import { incomingWebhookRoutes } from './routes/incoming-webhooks.js';
 import { jobRoutes } from './routes/jobs.js';
 import { jobBulkRoutes } from './routes/jobs-bulk.js';
 import { jobDlqRoutes } from './routes/jobs-dlq.js';
 import { jobWorkerRoutes } from './routes/jobs-worker.js';
+import { outgoingWebhookRoutes } from './routes/outgoing-webhooks.js';
 import { queueRoutes } from './routes/queues.js';
 import { workerRoutes } from './routes/workers.js';
-import { outgoingWebhookRoutes } from './routes/outgoing-webhooks.js';
-import { realtimeRoutes } from './realtime/routes.js';
 import { workflowRoutes } from './routes/workflows.js';
 
 /** What route handlers need; built once by the runtime. */

@@ -196,3 +196,24 @@ describe('WebSocket /api/v1/ws', () => {
     await assert.rejects(connect(''), (err: { statusCode?: number }) => err.statusCode === 401);
   });
 });
+
+describe('shutdown', () => {
+  it('ends open SSE streams and WebSockets when the server stops', async () => {
+    const other = await startTestServer('realtimestop');
+    try {
+      const client = await openSse(`${other.url}/api/v1/events`, { authorization: `Bearer ${other.apiKey}` });
+      const ws = new WebSocket(`${other.url.replace('http', 'ws')}/api/v1/ws`, { headers: { authorization: `Bearer ${other.apiKey}` } });
+      const closed = new Promise<number>((resolve) => ws.on('close', (code) => resolve(code)));
+      await new Promise((resolve, reject) => { ws.on('open', resolve); ws.on('error', reject); });
+      const started = Date.now();
+      await other.spool.stop();
+      await client.ended;
+      assert.ok([1001, 1005].includes(await closed), 'the socket is closed by the server');
+      const elapsed = Date.now() - started;
+      assert.ok(elapsed < 5000, `stop does not wait for the streams to end by themselves (${elapsed} ms)`);
+    } finally {
+      await other.close();
+    }
+  });
+});
+

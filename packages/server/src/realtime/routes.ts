@@ -4,6 +4,7 @@ import { isTerminal, type JobStatus } from '@spool/protocol';
 import { isUuid, realtimeJobState, realtimeQueueStats } from '@spool/engine';
 import type { AppContext } from '../app.js';
 import { authenticate, type AuthContext } from '../http/auth.js';
+import { errorBody } from '../http/errors.js';
 import { ConnectionRegistry, realtimeCredential } from './connections.js';
 import { dottedName, envelope, parseEventFilter, type RealtimeEvent } from './events.js';
 import { RealtimeHub } from './hub.js';
@@ -38,14 +39,14 @@ async function openSse(rt: RealtimeContext, request: FastifyRequest, reply: Fast
   return { auth, conn };
 }
 
+/** Attaches the stream, then starts the response: every event from then on reaches the client. */
 async function start(rt: RealtimeContext, conn: SseConnection, stream: HistoryStream, resume: StreamPosition | null, beforeLive?: () => Promise<void>): Promise<void> {
   conn.onClose(() => stream.close(rt.hub));
   try {
-    await stream.open(rt.hub, rt.app.db, resume, beforeLive);
+    await stream.open(rt.hub, rt.app.db, resume, { attached: () => conn.begin(), beforeLive });
   } catch (err) {
     rt.app.logger.warn({ err }, 'realtime stream failed to start');
-    conn.send([envelope('Error', { message: 'Event stream unavailable; retry shortly' })]);
-    conn.close();
+    conn.fail(503, errorBody('INTERNAL_ERROR', 'Event stream unavailable; retry shortly'));
   }
 }
 

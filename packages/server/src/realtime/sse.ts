@@ -16,28 +16,51 @@ const MAX_STREAM_MS = 30 * 60_000;
 export class SseConnection implements Closable {
   readonly organizationId: string;
   readonly #reply: FastifyReply;
+  readonly #requestId: string;
   readonly #timers: NodeJS.Timeout[] = [];
   readonly #onClose: (() => void)[] = [];
+  #started = false;
   #closed = false;
 
+  /** Takes over the response; nothing is sent until begin(). */
   constructor(request: FastifyRequest, reply: FastifyReply, organizationId: string) {
     this.organizationId = organizationId;
     this.#reply = reply;
+    this.#requestId = request.id;
     reply.hijack();
-    const res = reply.raw;
+    reply.raw.on('close', () => this.close());
+  }
+
+  /** Sends the 200 and the stream's first line: the client is connected from here on. */
+  begin(): void {
+    if (this.#started || this.#closed) return;
+    this.#started = true;
+    const res = this.#reply.raw;
     res.writeHead(200, {
       'content-type': 'text/event-stream; charset=utf-8',
       'cache-control': 'no-cache, no-transform',
       connection: 'keep-alive',
       'x-accel-buffering': 'no',
-      'x-request-id': request.id,
+      'x-request-id': this.#requestId,
     });
     res.write(': connected\n\n');
-    res.on('close', () => this.close());
     this.every(KEEP_ALIVE_MS, () => this.#write(': ping\n\n'));
     const cap = setTimeout(() => this.close(), MAX_STREAM_MS);
     cap.unref();
     this.#timers.push(cap);
+  }
+
+  /** Answers with an error instead of a stream (before begin()). */
+  fail(status: number, body: Record<string, unknown>): void {
+    if (this.#started) {
+      this.close();
+      return;
+    }
+    this.#started = true;
+    const res = this.#reply.raw;
+    if (!res.headersSent) res.writeHead(status, { 'content-type': 'application/json; charset=utf-8', 'x-request-id': this.#requestId, 'retry-after': '1' });
+    res.end(JSON.stringify(body));
+    this.close();
   }
 
   get closed(): boolean {
@@ -76,6 +99,7 @@ export class SseConnection implements Closable {
 
   #write(chunk: string): void {
     if (this.#closed || chunk === '') return;
+    this.begin();
     const res = this.#reply.raw;
     res.write(chunk);
     if (res.writableLength > MAX_QUEUED_BYTES) {

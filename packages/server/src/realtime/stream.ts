@@ -14,6 +14,11 @@ export interface StreamOptions {
   onOverflow(): void;
 }
 
+export interface OpenHooks {
+  attached?: () => void;
+  beforeLive?: () => Promise<void>;
+}
+
 const MAX_BUFFERED_BATCHES = 1000;
 const REPLAY_PAGE = 1000;
 const REPLAY_MAX_PAGES = 50;
@@ -44,13 +49,15 @@ export class HistoryStream implements HubSubscriber {
   }
 
   /**
-   * Attaches to the hub; with a resume point, first replays what the client
-   * missed (from the database); then runs `beforeLive` and applies the live
-   * batches that arrived meanwhile. Returns false if the resume point was too
+   * Attaches to the hub (then calls `attached`: from here on no event is
+   * missed, so that is when a client may be told it is connected); with a
+   * resume point, replays what the client missed (from the database); then
+   * runs `beforeLive` and applies the live batches that arrived meanwhile. Returns false if the resume point was too
    * old to replay (the client then starts from now, after an Error event).
    */
-  async open(hub: RealtimeHub, db: Db, resume: StreamPosition | null, beforeLive?: () => Promise<void>): Promise<boolean> {
+  async open(hub: RealtimeHub, db: Db, resume: StreamPosition | null, hooks: OpenHooks = {}): Promise<boolean> {
     const { scannedTo, gaps } = await hub.attach(this);
+    hooks.attached?.();
     let complete = true;
     if (!resume) {
       this.#position = new StreamPosition(scannedTo, gaps);
@@ -58,7 +65,7 @@ export class HistoryStream implements HubSubscriber {
       complete = await this.#replay(db, resume, scannedTo, gaps, hub);
     }
     // e.g. reading a job's current status: after attaching, before live events flow.
-    if (beforeLive) await beforeLive();
+    if (hooks.beforeLive) await hooks.beforeLive();
     const buffered = this.#buffer ?? [];
     this.#buffer = null;
     for (const batch of buffered) if (!this.#closed) this.#apply(batch);

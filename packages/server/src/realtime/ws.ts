@@ -116,8 +116,8 @@ export function websocketRoute(app: FastifyInstance, rt: RealtimeContext): void 
       unregister();
       stream.close(rt.hub);
     });
-    client.send(envelope('Ping', {}));
-    stream.open(rt.hub, rt.app.db, null).catch((err) => {
+    // The first Ping says "subscribed": from then on no event is missed.
+    stream.open(rt.hub, rt.app.db, null, { attached: () => client.send(envelope('Ping', {})) }).catch((err) => {
       rt.app.logger.warn({ err }, 'realtime stream failed to start');
       client.send(envelope('Error', { message: 'Event stream unavailable; reconnect shortly' }));
       client.close('stream unavailable');

@@ -13,6 +13,11 @@ ALTER TABLE spool.jobs
   ADD COLUMN dependencies_remaining integer CHECK (dependencies_remaining >= 0),
   ADD COLUMN dependents_xid xid8;
 
+-- serves: the webhook dispatcher's lookup of completed jobs that have a
+-- completion_webhook (ops/webhook-dispatch.sql): most jobs have none, so the
+-- probe per completion stays in a tiny index.
+CREATE INDEX jobs_completion_webhook_idx ON spool.jobs (organization_id, id) WHERE completion_webhook IS NOT NULL;
+
 CREATE TABLE spool.workflows (
   id              uuid PRIMARY KEY DEFAULT gen_random_uuid(),
   organization_id uuid NOT NULL REFERENCES spool.organizations (id) ON DELETE CASCADE,
@@ -118,6 +123,7 @@ CREATE INDEX webhook_deliveries_due_idx ON spool.webhook_deliveries (next_attemp
 CREATE INDEX webhook_deliveries_webhook_idx ON spool.webhook_deliveries (organization_id, webhook_id, created_at DESC);
 -- serves: idempotent dispatch (re-reading history after a restart creates nothing twice)
 CREATE UNIQUE INDEX webhook_deliveries_event_key ON spool.webhook_deliveries (history_id, webhook_id) WHERE history_id IS NOT NULL AND webhook_id IS NOT NULL;
+-- serves: idempotent dispatch of job completion_webhook deliveries (one per history row)
 CREATE UNIQUE INDEX webhook_deliveries_completion_key ON spool.webhook_deliveries (history_id) WHERE history_id IS NOT NULL AND webhook_id IS NULL;
 
 -- Readers of the job history that must survive restarts (the webhook

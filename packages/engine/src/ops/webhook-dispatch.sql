@@ -18,14 +18,13 @@ events AS (
            WHEN b.event IN ('fail_retry', 'fail_final', 'lease_expired') AND b.to_status = 'cancelled' THEN 'job.cancelled'
            WHEN b.event IN ('fail_retry', 'fail_final', 'lease_expired') THEN 'job.failed'
            WHEN b.event IN ('cancel', 'expire') THEN 'job.cancelled'
-         END AS webhook_event,
-         to_char(b.created_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') AS at
+         END AS webhook_event
   FROM batch b
 ),
 subscribed AS (
   INSERT INTO spool.webhook_deliveries (organization_id, webhook_id, job_id, history_id, event, payload)
   SELECT e.organization_id, w.id, e.job_id, e.id, e.webhook_event,
-         jsonb_build_object('event', e.webhook_event, 'timestamp', e.at, 'data', jsonb_build_object(
+         jsonb_build_object('event', e.webhook_event, 'timestamp', to_char(e.created_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"'), 'data', jsonb_build_object(
            'job_id', e.job_id, 'queue_name', e.queue_name, 'status', e.to_status, 'previous_status', e.from_status,
            'priority', j.priority, 'retry_count', j.retry_count, 'worker_id', e.worker_id,
            'result', CASE WHEN e.event = 'complete' THEN j.result END, 'error', e.message))
@@ -34,6 +33,8 @@ subscribed AS (
     ON w.organization_id = e.organization_id AND w.enabled AND e.webhook_event = ANY(w.events) AND w.created_at <= e.created_at
   LEFT JOIN spool.jobs j ON j.id = e.job_id AND j.organization_id = e.organization_id
   WHERE e.webhook_event IS NOT NULL
+    -- evaluated once: with no enabled webhook anywhere, no row is joined at all
+    AND EXISTS (SELECT 1 FROM spool.outgoing_webhooks WHERE enabled)
   ON CONFLICT DO NOTHING
   RETURNING 1
 ),
@@ -43,9 +44,14 @@ completion AS (
          jsonb_build_object('event', x.name, 'job_id', j.id, 'queue_name', j.queue_name, 'status', e.to_status,
                             'result', j.result, 'error', j.last_error, 'retry_count', j.retry_count,
                             'created_at', to_char(j.created_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"'),
-                            'completed_at', e.at)
+                            'completed_at', to_char(e.created_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"'))
   FROM events e
-  JOIN spool.jobs j ON j.id = e.job_id AND j.organization_id = e.organization_id AND j.completion_webhook IS NOT NULL
+  -- LATERAL: one probe of the small partial index per completion, whatever the statistics say
+  CROSS JOIN LATERAL (
+    SELECT * FROM spool.jobs j
+    WHERE j.organization_id = e.organization_id AND j.id = e.job_id AND j.completion_webhook IS NOT NULL
+    LIMIT 1 -- keeps the subquery from being flattened into a join the planner may reorder
+  ) j
   CROSS JOIN LATERAL (
     SELECT CASE WHEN e.to_status = 'completed' THEN 'job.completed'
                 WHEN e.to_status = 'deadletter' THEN 'job.deadlettered'

@@ -11,6 +11,7 @@ import { HistoryStream } from './stream.js';
 const MAX_CONNECTIONS_PER_ORG = 100;
 const PING_MS = 30_000;
 const MAX_QUEUED_BYTES = 1024 * 1024;
+const MAX_SUBSCRIPTIONS = 1000;
 
 interface WsQuery {
   token?: string;
@@ -64,6 +65,10 @@ class WsClient implements Closable {
     const job = typeof message.job_id === 'string' && message.job_id ? message.job_id : null;
     switch (message.cmd) {
       case 'Subscribe':
+        if (this.#queues.size + this.#jobs.size >= MAX_SUBSCRIPTIONS) {
+          this.send(envelope('Error', { message: `At most ${MAX_SUBSCRIPTIONS} subscriptions per connection` }));
+          return;
+        }
         if (queue) this.#queues.add(queue);
         if (job) this.#jobs.add(job);
         return;

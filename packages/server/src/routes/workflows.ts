@@ -1,9 +1,10 @@
 import type { FastifyInstance } from 'fastify';
 import { Type } from 'typebox';
 import { NotFoundError, clamp } from '@spool/protocol';
-import { workflowCancel, workflowCreate, workflowGet, workflowJobs, workflowList, workflowRetry } from '@spool/engine';
+import { workflowCancel, workflowCreate, workflowGet, workflowJobs, workflowList, workflowRetry, workflowTopologicalOrder } from '@spool/engine';
 import type { AppContext } from '../app.js';
 import { assertQueueAllowed, authOf } from '../http/auth.js';
+import { admitJobs } from '../http/job-admission.js';
 import { IdParams, MaxRetries, Priority, QueueName, TimeoutSeconds, nullable } from '../wire/common.js';
 import { WorkflowJobSchema, WorkflowSchema, workflowJobToWire, workflowToWire } from '../wire/workflow.js';
 import { checkJobLimits } from './jobs.js';
@@ -64,10 +65,14 @@ export function workflowRoutes(app: FastifyInstance, ctx: AppContext): void {
   }, async (request, reply) => {
     const auth = authOf(request);
     const body = request.body;
-    body.jobs.forEach((job, index) => {
-      checkJobLimits(job, `jobs[${index}].`);
+    const admissions = body.jobs.map((job, index) => {
+      const payloadBytes = checkJobLimits(job, `jobs[${index}].`);
       assertQueueAllowed(auth, job.queue_name);
+      return { queueName: job.queue_name, payloadBytes };
     });
+    // The graph is part of validation, which comes before plan limits (CONTRACT §1.4).
+    workflowTopologicalOrder(body.jobs.map((job) => ({ key: job.key, dependsOn: job.depends_on ?? [] })));
+    await admitJobs(ctx, auth, admissions);
     const created = await workflowCreate(ctx.db, {
       organizationId: auth.organizationId,
       name: body.name,

@@ -197,6 +197,33 @@ describe('WebSocket /api/v1/ws', () => {
   });
 });
 
+describe('slow clients', () => {
+  it('drops an SSE client that does not read instead of buffering for it', async () => {
+    const { connect } = await import('node:net');
+    const url = new URL(server.url);
+    const socket = connect(Number(url.port), url.hostname);
+    await new Promise((resolve) => socket.once('connect', resolve));
+    socket.write(`GET /api/v1/events HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${server.apiKey}\r\n\r\n`);
+    await new Promise((resolve) => socket.once('data', resolve));
+    socket.pause(); // stop reading: the server's queue for this client grows
+    const big = 'x'.repeat(256 * 1024);
+    const rounds = 24;
+    for (let round = 0; round < rounds; round++) {
+      await Promise.all(Array.from({ length: 5 }, () => createJob('rt-slow')));
+      for (const job of await worker.claim('rt-slow', 5)) await worker.complete(job, { big });
+    }
+    await new Promise((resolve) => setTimeout(resolve, 500));
+    // Read what was left: a dropped client sees its stream end after far less than was produced.
+    let received = 0;
+    socket.on('data', (chunk: Buffer) => { received += chunk.length; });
+    const closed = new Promise<void>((resolve) => socket.once('close', () => resolve()));
+    socket.resume();
+    await Promise.race([closed, new Promise((_, reject) => setTimeout(() => reject(new Error(`slow client was not dropped (${received} bytes read)`)), 10_000))]);
+    assert.ok(received < rounds * 5 * big.length, `stream ended after ${received} bytes`);
+    socket.destroy();
+  });
+});
+
 describe('shutdown', () => {
   it('ends open SSE streams and WebSockets when the server stops', async () => {
     const other = await startTestServer('realtimestop');

@@ -207,7 +207,7 @@ describe('slow clients', () => {
     await new Promise((resolve) => socket.once('data', resolve));
     socket.pause(); // stop reading: the server's queue for this client grows
     const big = 'x'.repeat(256 * 1024);
-    const rounds = 24;
+    const rounds = 12;
     for (let round = 0; round < rounds; round++) {
       await Promise.all(Array.from({ length: 5 }, () => createJob('rt-slow')));
       for (const job of await worker.claim('rt-slow', 5)) await worker.complete(job, { big });

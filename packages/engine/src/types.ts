@@ -33,6 +33,10 @@ export interface JobRow {
   cancel_requested_at: Date | null;
   /** Pending but waiting out a retry backoff until scheduled_at (out of the claim index). */
   in_backoff: boolean;
+  /** Dependencies not yet completed (null: the job never had any). */
+  dependencies_remaining: number | null;
+  /** xid8 (as text) of the last transaction that added a dependency on this job. */
+  dependents_xid: string | null;
 }
 
 export interface QueueConfigRow {

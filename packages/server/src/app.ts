@@ -2,6 +2,7 @@ import { randomUUID } from 'node:crypto';
 import Fastify, { type FastifyBaseLogger, type FastifyInstance } from 'fastify';
 import swagger from '@fastify/swagger';
 import swaggerUi from '@fastify/swagger-ui';
+import websocket from '@fastify/websocket';
 import type { Logger } from 'pino';
 import type { Db, Notifier } from '@spool/engine';
 import type { ClaimWaiters } from './claim-waiters.js';
@@ -18,15 +19,20 @@ import { apiKeyRoutes } from './routes/api-keys.js';
 import { authPublicRoutes, authRoutes } from './routes/auth.js';
 import { billingRoutes } from './routes/billing.js';
 import { dashboardRoutes } from './routes/dashboard.js';
+import { realtimeRoutes } from './realtime/routes.js';
+import { dependencyRoutes } from './routes/dependencies.js';
 import { healthRoutes } from './routes/health.js';
+import { incomingWebhookRoutes } from './routes/incoming-webhooks.js';
 import { jobRoutes } from './routes/jobs.js';
 import { jobBulkRoutes } from './routes/jobs-bulk.js';
 import { jobDlqRoutes } from './routes/jobs-dlq.js';
 import { jobWorkerRoutes } from './routes/jobs-worker.js';
+import { outgoingWebhookRoutes } from './routes/outgoing-webhooks.js';
 import { queueRoutes } from './routes/queues.js';
 import { workerRoutes } from './routes/workers.js';
 import { organizationPublicRoutes, organizationRoutes } from './routes/organizations.js';
 import { scheduleRoutes } from './routes/schedules.js';
+import { workflowRoutes } from './routes/workflows.js';
 
 /** What route handlers need; built once by the runtime. */
 export interface AppContext {
@@ -57,13 +63,22 @@ const AUTHENTICATED_ROUTES: ((app: FastifyInstance, ctx: AppContext) => void)[] 
   billingRoutes,
   dashboardRoutes,
   scheduleRoutes,
+  workflowRoutes,
+  dependencyRoutes,
+  outgoingWebhookRoutes,
 ];
 
 /**
  * Route modules that authenticate themselves (or are public), mounted under
  * /api/v1 and rate limited per client IP.
  */
-const PUBLIC_API_ROUTES: ((app: FastifyInstance, ctx: AppContext) => void)[] = [authPublicRoutes, organizationPublicRoutes, adminRoutes];
+const PUBLIC_API_ROUTES: ((app: FastifyInstance, ctx: AppContext) => void)[] = [
+  authPublicRoutes,
+  organizationPublicRoutes,
+  adminRoutes,
+  realtimeRoutes,
+  incomingWebhookRoutes,
+];
 
 /** One row of the route table (tests build the tenant-isolation matrix from it). */
 export interface RouteSummary {
@@ -137,6 +152,8 @@ export async function buildApp(ctx: AppContext): Promise<FastifyInstance> {
     },
   });
   await app.register(swaggerUi, { routePrefix: '/docs' });
+  // Before any route, so that upgrade requests reach only WebSocket routes.
+  await app.register(websocket, { options: { maxPayload: 64 * 1024 } });
 
   const limits = await installRateLimits(app, ctx.config.publicRateLimitPerMinute);
   healthRoutes(app, ctx);

@@ -29,6 +29,10 @@ export interface Config {
   leaderTtlMs: number;
   /** A cron tick later than this is "missed" and handled by the schedule's missed_policy. */
   misfireThresholdMs: number;
+  /** Verifies POST /webhooks/{org}/github (X-Hub-Signature-256). */
+  githubWebhookSecret: string | null;
+  /** Verifies POST /webhooks/{org}/stripe (Stripe-Signature). */
+  stripeWebhookSecret: string | null;
 }
 
 function int(env: NodeJS.ProcessEnv, name: string, fallback: number, min: number, max: number): number {
@@ -75,5 +79,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     environment: oneOf(env, 'SPOOL_ENV', ['development', 'production'] as const, env.NODE_ENV === 'production' ? 'production' : 'development'),
     leaderTtlMs: int(env, 'SPOOL_LEADER_TTL_MS', 15_000, 1_000, 600_000),
     misfireThresholdMs: int(env, 'SPOOL_MISFIRE_THRESHOLD_MS', 60_000, 0, 86_400_000),
+    githubWebhookSecret: env.GITHUB_WEBHOOK_SECRET || null,
+    stripeWebhookSecret: env.STRIPE_WEBHOOK_SECRET || null,
   };
 }

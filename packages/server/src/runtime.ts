@@ -29,6 +29,7 @@ import { startEmbeddedPostgres, type EmbeddedPostgres } from './embedded-postgre
 import { GrpcServer } from './grpc/server.js';
 import { ensureDevelopmentOrganization, firstStartMessage } from './first-start.js';
 import { TokenService } from './http/jwt.js';
+import { WebhookDelivery } from './webhooks/delivery-service.js';
 import { VERSION } from './version.js';
 
 export interface RunningSpool {
@@ -108,8 +109,10 @@ export async function startSpool(config: Config, options: StartOptions = {}): Pr
     notifier.listen(SCHEDULES_CHANNEL, () => firer.wake());
     notifier.listen(LEADER_CHANNEL, () => leader.wake());
     await notifier.start();
-    const maintenance: LoopService[] = [promoter, leader, ...leaderServices];
-    services.push(notifier as unknown as Service, promoter, leader);
+    // WebhookDelivery is safe on every process (SKIP LOCKED claims, a locked dispatch cursor).
+    const webhooks = new WebhookDelivery(db, { environment: config.environment, log });
+    const maintenance: LoopService[] = [promoter, leader, ...leaderServices, webhooks];
+    services.push(notifier as unknown as Service, promoter, leader, webhooks);
     for (const service of services.slice(1)) await service.start();
 
     const tokens = await TokenService.create(db, config.jwtSecret);

@@ -3,6 +3,8 @@
 -- mark that the worker learns from its next heartbeat; the job ends cancelled
 -- when the worker reports back; asking again changes nothing and writes no
 -- second history row. Returns one row per job that exists.
+-- Cancelled workflow jobs update their workflow's counters and status in the
+-- same statement; their dependents stay blocked (docs/workflows.md).
 WITH target AS (
   SELECT id, status, cancel_requested_at
   FROM spool.jobs
@@ -14,7 +16,7 @@ cancelled AS (
   SET status = 'cancelled', in_backoff = false, completed_at = now(), updated_at = now()
   FROM target t
   WHERE j.id = t.id AND t.status IN ('pending', 'scheduled')
-  RETURNING j.id, j.organization_id, j.queue_name, t.status AS from_status
+  RETURNING j.id, j.organization_id, j.queue_name, t.status AS from_status, j.workflow_id, j.dependencies_met
 ),
 requested AS (
   UPDATE spool.jobs j
@@ -28,6 +30,25 @@ history AS (
   SELECT organization_id, id, queue_name, 'cancel', from_status, 'cancelled', NULL, NULL FROM cancelled
   UNION ALL
   SELECT organization_id, id, queue_name, 'cancel_requested', 'processing', 'processing', assigned_worker_id, lease_id FROM requested
+),
+workflow_delta AS (
+  SELECT workflow_id, count(*)::int AS cancelled, count(*) FILTER (WHERE dependencies_met IS FALSE)::int AS unblocked
+  FROM cancelled
+  WHERE workflow_id IS NOT NULL
+  GROUP BY workflow_id
+),
+workflow AS (
+  UPDATE spool.workflows w
+  SET cancelled_jobs = w.cancelled_jobs + d.cancelled,
+      blocked_jobs = greatest(w.blocked_jobs - d.unblocked, 0),
+      status = spool.workflow_status(w.status, w.started_at IS NOT NULL, w.total_jobs, w.completed_jobs, w.failed_jobs,
+                                     w.cancelled_jobs + d.cancelled, greatest(w.blocked_jobs - d.unblocked, 0)),
+      completed_at = CASE WHEN spool.workflow_status(w.status, w.started_at IS NOT NULL, w.total_jobs, w.completed_jobs, w.failed_jobs,
+                                                     w.cancelled_jobs + d.cancelled, greatest(w.blocked_jobs - d.unblocked, 0))
+                               IN ('completed', 'failed', 'cancelled') THEN coalesce(w.completed_at, now()) END,
+      updated_at = now()
+  FROM workflow_delta d
+  WHERE w.organization_id = $1 AND w.id = d.workflow_id
 )
 SELECT t.id, t.status AS previous_status,
        CASE WHEN c.id IS NOT NULL THEN 'cancelled'

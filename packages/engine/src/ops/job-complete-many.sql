@@ -1,11 +1,25 @@
 -- Completes a batch of jobs, each fenced by worker and (when given) lease.
 -- FOR UPDATE re-checks the fence after waiting on a concurrent writer, so of
 -- several concurrent completes of one job exactly one matches.
+-- In the same statement (CONTRACT §3.10, docs/workflows.md):
+--  * dependents: each dependent's dependencies_remaining drops by the number
+--    of its dependencies completed here; mode 'all' is met at zero, mode
+--    'any' at the first. The decrement is an UPDATE of the dependent's row,
+--    so concurrent completions of its dependencies serialize there and the
+--    last one releases it (a count from this statement's snapshot would not
+--    see the other's uncommitted completion).
+--  * workflows: completed and blocked counters and the status.
+--  * one pg_notify for the statement, only when some job became claimable.
+-- `recount` flags a completed job that gained dependents in a transaction
+-- this statement's snapshot cannot see (it waited on that transaction's row
+-- lock): the caller recounts those dependents afterwards.
 WITH input AS (
   SELECT * FROM unnest($2::uuid[], $3::text[], $4::uuid[], $5::text[]) AS t(id, worker_id, lease_id, result)
 ),
 target AS (
-  SELECT j.id, j.lease_id AS held_lease_id, i.worker_id, i.result
+  SELECT j.id, j.lease_id AS held_lease_id, i.worker_id, i.result,
+         CASE WHEN j.dependents_xid IS NULL THEN false
+              ELSE NOT pg_visible_in_snapshot(j.dependents_xid, pg_current_snapshot()) END AS recount
   FROM spool.jobs j
   JOIN input i ON i.id = j.id
   WHERE j.organization_id = $1
@@ -26,10 +40,54 @@ done AS (
   FROM target t
   WHERE j.id = t.id
   RETURNING j.id, j.organization_id, j.queue_name, j.started_at, j.completed_at, j.workflow_id, j.completion_webhook,
-            t.held_lease_id, t.worker_id
+            t.held_lease_id, t.worker_id, t.recount
 ),
 history AS (
   INSERT INTO spool.job_history (organization_id, job_id, queue_name, event, from_status, to_status, worker_id, lease_id)
   SELECT organization_id, id, queue_name, 'complete', 'processing', 'completed', worker_id, held_lease_id FROM done
+),
+completed_edges AS (
+  SELECT d.job_id, count(*)::int AS n
+  FROM done
+  JOIN spool.job_dependencies d ON d.organization_id = done.organization_id AND d.depends_on_job_id = done.id
+  GROUP BY d.job_id
+),
+released AS (
+  UPDATE spool.jobs j
+  SET dependencies_remaining = greatest(coalesce(j.dependencies_remaining, 0) - e.n, 0),
+      dependencies_met = (j.dependency_mode = 'any' OR coalesce(j.dependencies_remaining, 0) - e.n <= 0),
+      updated_at = now()
+  FROM completed_edges e
+  WHERE j.id = e.job_id
+    AND j.organization_id = $1
+    AND j.status IN ('pending', 'scheduled')
+    AND j.dependencies_met = false
+  RETURNING j.id, j.organization_id, j.queue_name, j.status, j.workflow_id, j.dependencies_met
+),
+workflow_delta AS (
+  SELECT workflow_id, sum(completed)::int AS completed, sum(unblocked)::int AS unblocked
+  FROM (
+    SELECT workflow_id, 1 AS completed, 0 AS unblocked FROM done WHERE workflow_id IS NOT NULL
+    UNION ALL
+    SELECT workflow_id, 0, 1 FROM released WHERE workflow_id IS NOT NULL AND dependencies_met
+  ) x
+  GROUP BY workflow_id
+),
+workflow AS (
+  UPDATE spool.workflows w
+  SET completed_jobs = w.completed_jobs + d.completed,
+      blocked_jobs = greatest(w.blocked_jobs - d.unblocked, 0),
+      status = spool.workflow_status(w.status, true, w.total_jobs, w.completed_jobs + d.completed, w.failed_jobs,
+                                     w.cancelled_jobs, greatest(w.blocked_jobs - d.unblocked, 0)),
+      started_at = coalesce(w.started_at, now()),
+      completed_at = CASE WHEN spool.workflow_status(w.status, true, w.total_jobs, w.completed_jobs + d.completed, w.failed_jobs,
+                                                     w.cancelled_jobs, greatest(w.blocked_jobs - d.unblocked, 0))
+                               IN ('completed', 'failed', 'cancelled') THEN coalesce(w.completed_at, now()) END,
+      updated_at = now()
+  FROM workflow_delta d
+  WHERE w.organization_id = $1 AND w.id = d.workflow_id
 )
-SELECT id, queue_name, started_at, completed_at, workflow_id, completion_webhook FROM done;
+SELECT id, queue_name, started_at, completed_at, workflow_id, completion_webhook, recount,
+       (SELECT pg_notify('spool_jobs', json_build_object('q', array_agg(DISTINCT organization_id::text || ':' || queue_name))::text)
+          FROM released WHERE dependencies_met AND status = 'pending' HAVING count(*) > 0) IS NOT NULL AS notified
+FROM done;

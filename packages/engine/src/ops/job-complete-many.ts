@@ -3,6 +3,7 @@ import { run, sqlFile } from '../db.js';
 import { isUuid } from '../ids.js';
 import type { FenceFailure } from './fence.js';
 import { explainFenceFailures } from './fence.js';
+import { jobDependentsRecount } from './job-dependencies.js';
 
 const statement = sqlFile(import.meta.url, './job-complete-many.sql');
 
@@ -22,10 +23,12 @@ export type CompleteOutcome =
 /**
  * Completes each job that is processing under the caller's worker and lease.
  * One outcome per item, in order; refused items say why and change nothing.
+ * Dependents whose last needed dependency completes here become claimable,
+ * and workflow counters and status move, in the same statement.
  */
 export async function jobCompleteMany(db: Queryable, organizationId: string, items: CompleteItem[]): Promise<CompleteOutcome[]> {
   const valid = items.filter((item) => isUuid(item.id) && (item.leaseId == null || isUuid(item.leaseId)));
-  const rows = valid.length === 0 ? [] : await run<{ id: string; queue_name: string; started_at: Date | null; completed_at: Date }>(
+  const rows = valid.length === 0 ? [] : await run<{ id: string; queue_name: string; started_at: Date | null; completed_at: Date; recount: boolean }>(
     db,
     statement,
     [
@@ -37,6 +40,9 @@ export async function jobCompleteMany(db: Queryable, organizationId: string, ite
     ],
   );
   const done = new Map(rows.map((row) => [row.id, row]));
+  // Rare: a dependency was added to one of these jobs while it was being
+  // completed; the statement could not see that edge (see the SQL).
+  await jobDependentsRecount(db, organizationId, rows.filter((row) => row.recount).map((row) => row.id));
   const refused = items.filter((item) => !done.has(item.id));
   const reasons = await explainFenceFailures(db, organizationId, refused.filter((item) => isUuid(item.id)));
   return items.map((item): CompleteOutcome => {

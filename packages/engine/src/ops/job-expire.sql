@@ -17,10 +17,31 @@ expired AS (
       updated_at = now()
   FROM target t
   WHERE j.id = t.id
-  RETURNING j.id, j.organization_id, j.queue_name, t.status AS from_status, j.last_error
+  RETURNING j.id, j.organization_id, j.queue_name, t.status AS from_status, j.last_error, j.workflow_id, j.dependencies_met
 )
 , history AS (
   INSERT INTO spool.job_history (organization_id, job_id, queue_name, event, from_status, to_status, message)
   SELECT organization_id, id, queue_name, 'expire', from_status, 'cancelled', last_error FROM expired
+),
+-- Expired workflow jobs count as cancelled in their workflow (docs/workflows.md).
+workflow_delta AS (
+  SELECT organization_id, workflow_id, count(*)::int AS cancelled,
+         count(*) FILTER (WHERE dependencies_met IS FALSE)::int AS unblocked
+  FROM expired
+  WHERE workflow_id IS NOT NULL
+  GROUP BY organization_id, workflow_id
+),
+workflow AS (
+  UPDATE spool.workflows w
+  SET cancelled_jobs = w.cancelled_jobs + d.cancelled,
+      blocked_jobs = greatest(w.blocked_jobs - d.unblocked, 0),
+      status = spool.workflow_status(w.status, w.started_at IS NOT NULL, w.total_jobs, w.completed_jobs, w.failed_jobs,
+                                     w.cancelled_jobs + d.cancelled, greatest(w.blocked_jobs - d.unblocked, 0)),
+      completed_at = CASE WHEN spool.workflow_status(w.status, w.started_at IS NOT NULL, w.total_jobs, w.completed_jobs, w.failed_jobs,
+                                                     w.cancelled_jobs + d.cancelled, greatest(w.blocked_jobs - d.unblocked, 0))
+                               IN ('completed', 'failed', 'cancelled') THEN coalesce(w.completed_at, now()) END,
+      updated_at = now()
+  FROM workflow_delta d
+  WHERE w.organization_id = d.organization_id AND w.id = d.workflow_id
 )
 SELECT id, organization_id, queue_name FROM expired;

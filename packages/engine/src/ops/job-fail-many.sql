@@ -52,6 +52,28 @@ history AS (
   SELECT organization_id, id, queue_name, CASE WHEN status = 'pending' THEN 'fail_retry' ELSE 'fail_final' END,
          'processing', status, worker_id, held_lease_id, error
   FROM updated
+),
+workflow_delta AS (
+  SELECT workflow_id,
+         count(*) FILTER (WHERE status IN ('failed', 'deadletter'))::int AS failed,
+         count(*) FILTER (WHERE status = 'cancelled')::int AS cancelled
+  FROM updated
+  WHERE workflow_id IS NOT NULL AND status <> 'pending'
+  GROUP BY workflow_id
+),
+workflow AS (
+  UPDATE spool.workflows w
+  SET failed_jobs = w.failed_jobs + d.failed,
+      cancelled_jobs = w.cancelled_jobs + d.cancelled,
+      status = spool.workflow_status(w.status, true, w.total_jobs, w.completed_jobs, w.failed_jobs + d.failed,
+                                     w.cancelled_jobs + d.cancelled, w.blocked_jobs),
+      started_at = coalesce(w.started_at, now()),
+      completed_at = CASE WHEN spool.workflow_status(w.status, true, w.total_jobs, w.completed_jobs, w.failed_jobs + d.failed,
+                                                     w.cancelled_jobs + d.cancelled, w.blocked_jobs)
+                               IN ('completed', 'failed', 'cancelled') THEN coalesce(w.completed_at, now()) END,
+      updated_at = now()
+  FROM workflow_delta d
+  WHERE w.organization_id = $1 AND w.id = d.workflow_id
 )
 SELECT id, queue_name, status, retry_count, scheduled_at, workflow_id, completion_webhook,
        -- Wakes the promoter (possibly on another replica) for the earliest retry: one NOTIFY per statement.

@@ -16,11 +16,31 @@ released AS (
       lease_id = NULL, lease_expires_at = NULL, updated_at = now()
   FROM target t
   WHERE j.id = t.id
-  RETURNING j.id, j.organization_id, j.queue_name, j.status, t.lease_id AS held_lease_id
+  RETURNING j.id, j.organization_id, j.queue_name, j.status, j.workflow_id, t.lease_id AS held_lease_id
 ),
 history AS (
   INSERT INTO spool.job_history (organization_id, job_id, queue_name, event, from_status, to_status, worker_id, lease_id, message)
   SELECT organization_id, id, queue_name, 'release', 'processing', status, $2, held_lease_id, $3 FROM released
+),
+-- A workflow job that ends cancelled here counts in its workflow (docs/workflows.md).
+workflow_delta AS (
+  SELECT workflow_id, count(*)::int AS cancelled
+  FROM released
+  WHERE workflow_id IS NOT NULL AND status = 'cancelled'
+  GROUP BY workflow_id
+),
+workflow AS (
+  UPDATE spool.workflows w
+  SET cancelled_jobs = w.cancelled_jobs + d.cancelled,
+      status = spool.workflow_status(w.status, true, w.total_jobs, w.completed_jobs, w.failed_jobs,
+                                     w.cancelled_jobs + d.cancelled, w.blocked_jobs),
+      started_at = coalesce(w.started_at, now()),
+      completed_at = CASE WHEN spool.workflow_status(w.status, true, w.total_jobs, w.completed_jobs, w.failed_jobs,
+                                                     w.cancelled_jobs + d.cancelled, w.blocked_jobs)
+                               IN ('completed', 'failed', 'cancelled') THEN coalesce(w.completed_at, now()) END,
+      updated_at = now()
+  FROM workflow_delta d
+  WHERE w.organization_id = $1 AND w.id = d.workflow_id
 )
 SELECT r.id,
        (SELECT pg_notify('spool_jobs', json_build_object('q', array_agg(DISTINCT organization_id::text || ':' || queue_name))::text)

@@ -26,7 +26,7 @@ rescued AS (
       updated_at = now()
   FROM expired e
   WHERE j.id = e.id
-  RETURNING j.id, j.organization_id, j.queue_name, j.status, j.retry_count, j.payload, j.last_error,
+  RETURNING j.id, j.organization_id, j.queue_name, j.status, j.retry_count, j.payload, j.last_error, j.workflow_id,
             e.lease_id AS held_lease_id, e.assigned_worker_id AS held_worker_id
 ),
 dlq AS (
@@ -37,6 +37,29 @@ dlq AS (
 history AS (
   INSERT INTO spool.job_history (organization_id, job_id, queue_name, event, from_status, to_status, worker_id, lease_id, message)
   SELECT organization_id, id, queue_name, 'lease_expired', 'processing', status, held_worker_id, held_lease_id, last_error FROM rescued
+),
+-- A dead-lettered workflow job counts as failed in its workflow (docs/workflows.md).
+workflow_delta AS (
+  SELECT organization_id, workflow_id,
+         count(*) FILTER (WHERE status IN ('failed', 'deadletter'))::int AS failed,
+         count(*) FILTER (WHERE status = 'cancelled')::int AS cancelled
+  FROM rescued
+  WHERE workflow_id IS NOT NULL AND status <> 'pending'
+  GROUP BY organization_id, workflow_id
+),
+workflow AS (
+  UPDATE spool.workflows w
+  SET failed_jobs = w.failed_jobs + d.failed,
+      cancelled_jobs = w.cancelled_jobs + d.cancelled,
+      status = spool.workflow_status(w.status, true, w.total_jobs, w.completed_jobs, w.failed_jobs + d.failed,
+                                     w.cancelled_jobs + d.cancelled, w.blocked_jobs),
+      started_at = coalesce(w.started_at, now()),
+      completed_at = CASE WHEN spool.workflow_status(w.status, true, w.total_jobs, w.completed_jobs, w.failed_jobs + d.failed,
+                                                     w.cancelled_jobs + d.cancelled, w.blocked_jobs)
+                               IN ('completed', 'failed', 'cancelled') THEN coalesce(w.completed_at, now()) END,
+      updated_at = now()
+  FROM workflow_delta d
+  WHERE w.organization_id = d.organization_id AND w.id = d.workflow_id
 )
 SELECT r.id, r.organization_id, r.queue_name, r.status,
        (SELECT pg_notify('spool_jobs', json_build_object('q', array_agg(DISTINCT organization_id::text || ':' || queue_name))::text)

@@ -36,6 +36,28 @@ unlisted AS (
 history AS (
   INSERT INTO spool.job_history (organization_id, job_id, queue_name, event, from_status, to_status)
   SELECT organization_id, id, queue_name, 'retry', from_status, 'pending' FROM retried
+),
+-- A retried workflow job no longer counts as failed; a failed workflow runs again.
+workflow_delta AS (
+  SELECT workflow_id,
+         count(*) FILTER (WHERE from_status IN ('failed', 'deadletter'))::int AS failed,
+         count(*) FILTER (WHERE from_status = 'cancelled')::int AS cancelled
+  FROM retried
+  WHERE workflow_id IS NOT NULL
+  GROUP BY workflow_id
+),
+workflow AS (
+  UPDATE spool.workflows w
+  SET failed_jobs = greatest(w.failed_jobs - d.failed, 0),
+      cancelled_jobs = greatest(w.cancelled_jobs - d.cancelled, 0),
+      status = spool.workflow_status(w.status, true, w.total_jobs, w.completed_jobs, greatest(w.failed_jobs - d.failed, 0),
+                                     greatest(w.cancelled_jobs - d.cancelled, 0), w.blocked_jobs),
+      completed_at = CASE WHEN spool.workflow_status(w.status, true, w.total_jobs, w.completed_jobs, greatest(w.failed_jobs - d.failed, 0),
+                                                     greatest(w.cancelled_jobs - d.cancelled, 0), w.blocked_jobs)
+                               IN ('completed', 'failed', 'cancelled') THEN coalesce(w.completed_at, now()) END,
+      updated_at = now()
+  FROM workflow_delta d
+  WHERE w.organization_id = $1 AND w.id = d.workflow_id
 )
 SELECT r.*,
        (SELECT pg_notify('spool_jobs', json_build_object('q', array_agg(DISTINCT organization_id::text || ':' || queue_name))::text)

@@ -1,0 +1,36 @@
+-- Creates a workflow with all its jobs and dependency edges in one statement.
+-- Jobs without dependencies are claimable at once; the others are pending
+-- with dependencies_met = false (outside the claim index) until released by
+-- the completion of their dependencies (ops/job-complete-many.sql).
+-- One pg_notify for the statement, naming the queues of the claimable jobs.
+WITH workflow AS (
+  INSERT INTO spool.workflows (id, organization_id, name, description, metadata, total_jobs, blocked_jobs)
+  VALUES ($1, $2, $3, $4, $5::jsonb, cardinality($6::uuid[]),
+          (SELECT count(*) FROM unnest($14::int[]) AS n WHERE n > 0))
+  RETURNING id
+),
+input AS (
+  SELECT *
+  FROM unnest($6::uuid[], $7::text[], $8::text[], $9::text[], $10::int[], $11::int[], $12::int[], $13::text[], $14::int[])
+       AS t(id, key, queue_name, payload, priority, max_retries, timeout_seconds, dependency_mode, dependency_count)
+),
+inserted AS (
+  INSERT INTO spool.jobs (id, organization_id, queue_name, status, payload, priority, max_retries, timeout_seconds,
+                          workflow_id, workflow_key, dependency_mode, dependencies_met, dependencies_remaining)
+  SELECT id, $2, queue_name, 'pending', payload::jsonb, priority, max_retries, timeout_seconds,
+         $1, key, dependency_mode, dependency_count = 0, dependency_count
+  FROM input
+  RETURNING id, organization_id, queue_name, dependencies_met
+),
+edges AS (
+  INSERT INTO spool.job_dependencies (organization_id, job_id, depends_on_job_id)
+  SELECT $2, e.job_id, e.depends_on_job_id
+  FROM unnest($15::uuid[], $16::uuid[]) AS e(job_id, depends_on_job_id)
+),
+history AS (
+  INSERT INTO spool.job_history (organization_id, job_id, queue_name, event, from_status, to_status)
+  SELECT organization_id, id, queue_name, 'create', NULL, 'pending' FROM inserted
+)
+SELECT (SELECT id FROM workflow) AS workflow_id,
+       (SELECT pg_notify('spool_jobs', json_build_object('q', array_agg(DISTINCT organization_id::text || ':' || queue_name))::text)
+          FROM inserted WHERE dependencies_met HAVING count(*) > 0) IS NOT NULL AS notified;

@@ -1,0 +1,92 @@
+import type { HistoryEvent } from '@spool/engine';
+
+/** The wire envelope (CONTRACT §4): `{ type, data }`; every `data` carries `timestamp`. */
+export interface Envelope {
+  type: string;
+  data: Record<string, unknown>;
+}
+
+/** An event of the job history, as the envelopes it produces. */
+export interface RealtimeEvent {
+  id: number;
+  organizationId: string;
+  jobId: string;
+  queueName: string;
+  fromStatus: string | null;
+  toStatus: string | null;
+  envelopes: Envelope[];
+}
+
+/** PascalCase wire types and the dotted names the SDK maps them to. */
+export const EVENT_NAMES: Record<string, string> = {
+  JobStatusChange: 'job.status_changed',
+  JobCreated: 'job.created',
+  JobCompleted: 'job.completed',
+  JobFailed: 'job.failed',
+  QueueStats: 'queue.stats',
+  WorkerHeartbeat: 'worker.heartbeat',
+  WorkerRegistered: 'worker.registered',
+  WorkerDeregistered: 'worker.deregistered',
+  SystemHealth: 'system.health',
+  Ping: 'ping',
+  Error: 'error',
+};
+
+/** The dotted name of an envelope type (dotted types are their own name). */
+export function dottedName(type: string): string {
+  return EVENT_NAMES[type] ?? type;
+}
+
+/**
+ * Parses an `events` filter ("job.created,JobFailed" or "*"): null = all.
+ * Both spellings are accepted and compared by dotted name.
+ */
+export function parseEventFilter(raw: string | undefined | null): Set<string> | null {
+  if (!raw) return null;
+  const names = raw.split(',').map((name) => name.trim()).filter(Boolean);
+  if (names.length === 0 || names.includes('*')) return null;
+  return new Set(names.map(dottedName));
+}
+
+export function envelope(type: string, data: Record<string, unknown>, at: Date = new Date()): Envelope {
+  return { type, data: { ...data, timestamp: at.toISOString() } };
+}
+
+const FAILURE_EVENTS = new Set(['fail_retry', 'fail_final', 'lease_expired']);
+
+/**
+ * Turns one history row into events: a JobStatusChange for every status
+ * change, plus JobCreated on create, `job.started` on claim, JobCompleted on
+ * complete and JobFailed on any failure (including a lease that expired).
+ */
+export function eventFromHistory(row: HistoryEvent): RealtimeEvent {
+  const at = row.created_at;
+  const base = { job_id: row.job_id, queue_name: row.queue_name };
+  const envelopes: Envelope[] = [];
+  if (row.event === 'create') envelopes.push(envelope('JobCreated', { ...base, priority: row.priority ?? 0 }, at));
+  if (row.from_status && row.to_status && row.from_status !== row.to_status) {
+    envelopes.push(envelope('JobStatusChange', { ...base, old_status: row.from_status, new_status: row.to_status }, at));
+  }
+  if (row.event === 'claim') envelopes.push(envelope('job.started', { ...base, worker_id: row.worker_id }, at));
+  if (row.event === 'complete') {
+    const duration = row.started_at ? Math.max(0, at.getTime() - row.started_at.getTime()) : 0;
+    envelopes.push(envelope('JobCompleted', { ...base, duration_ms: duration, result: row.result ?? null }, at));
+  }
+  if (FAILURE_EVENTS.has(row.event) && row.to_status !== 'cancelled') {
+    envelopes.push(envelope('JobFailed', {
+      ...base,
+      error: row.message ?? '',
+      retry_count: row.retry_count ?? 0,
+      will_retry: row.to_status === 'pending',
+    }, at));
+  }
+  return {
+    id: row.id,
+    organizationId: row.organization_id,
+    jobId: row.job_id,
+    queueName: row.queue_name,
+    fromStatus: row.from_status,
+    toStatus: row.to_status,
+    envelopes,
+  };
+}

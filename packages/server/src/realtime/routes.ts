@@ -1,0 +1,154 @@
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import { Type } from 'typebox';
+import { isTerminal, type JobStatus } from '@spool/protocol';
+import { isUuid, realtimeJobState, realtimeQueueStats } from '@spool/engine';
+import type { AppContext } from '../app.js';
+import { authenticate, type AuthContext } from '../http/auth.js';
+import { errorBody } from '../http/errors.js';
+import { ConnectionRegistry, realtimeCredential } from './connections.js';
+import { dottedName, envelope, parseEventFilter, type RealtimeEvent } from './events.js';
+import { RealtimeHub } from './hub.js';
+import { StreamPosition } from './position.js';
+import { SseConnection } from './sse.js';
+import { HistoryStream } from './stream.js';
+import { websocketRoute } from './ws.js';
+
+const SYSTEM_HEALTH_MS = 10_000;
+const QUEUE_STATS_MS = 5_000;
+
+const EventsQuery = Type.Object({ token: Type.Optional(Type.String()), events: Type.Optional(Type.String()), last_event_id: Type.Optional(Type.String()) });
+
+/** Realtime plumbing shared by the SSE and WebSocket routes of one process. */
+export interface RealtimeContext {
+  app: AppContext;
+  hub: RealtimeHub;
+  connections: ConnectionRegistry;
+}
+
+function resumePoint(request: FastifyRequest): StreamPosition | null {
+  const header = request.headers['last-event-id'];
+  const query = (request.query as { last_event_id?: string }).last_event_id;
+  return StreamPosition.parse(typeof header === 'string' ? header : query);
+}
+
+/** Authenticates (401 before anything is streamed), opens the SSE response and registers it. */
+async function openSse(rt: RealtimeContext, request: FastifyRequest, reply: FastifyReply): Promise<{ auth: AuthContext; conn: SseConnection }> {
+  const auth = await authenticate(rt.app.db, rt.app.tokens, realtimeCredential(request));
+  const conn = new SseConnection(request, reply, auth.organizationId);
+  conn.onClose(rt.connections.add(conn));
+  return { auth, conn };
+}
+
+/** Attaches the stream, then starts the response: every event from then on reaches the client. */
+async function start(rt: RealtimeContext, conn: SseConnection, stream: HistoryStream, resume: StreamPosition | null, beforeLive?: () => Promise<void>): Promise<void> {
+  conn.onClose(() => stream.close(rt.hub));
+  try {
+    await stream.open(rt.hub, rt.app.db, resume, { attached: () => conn.begin(), beforeLive });
+  } catch (err) {
+    rt.app.logger.warn({ err }, 'realtime stream failed to start');
+    conn.fail(503, errorBody('INTERNAL_ERROR', 'Event stream unavailable; retry shortly'));
+  }
+}
+
+function sseRoutes(app: FastifyInstance, rt: RealtimeContext): void {
+  app.get<{ Querystring: { events?: string } }>('/events', {
+    schema: { tags: ['realtime'], summary: "Server-Sent Events: the organization's job events (supports Last-Event-ID)", querystring: EventsQuery },
+  }, async (request, reply) => {
+    const { auth, conn } = await openSse(rt, request, reply);
+    const filter = parseEventFilter(request.query.events);
+    const stream = new HistoryStream({
+      organizationId: auth.organizationId,
+      onEvent: (event, token) => {
+        const envelopes = event.envelopes.filter((e) => !filter || filter.has(dottedName(e.type)));
+        if (envelopes.length > 0) conn.send(envelopes, token());
+      },
+      onOverflow: () => conn.close(),
+    });
+    conn.every(SYSTEM_HEALTH_MS, () => {
+      if (!filter || filter.has('system.health')) conn.send([envelope('SystemHealth', { database: rt.hub.healthy, redis: true })]);
+    });
+    await start(rt, conn, stream, resumePoint(request));
+  });
+
+  app.get<{ Params: { id: string } }>('/events/jobs/:id', {
+    schema: { tags: ['realtime'], summary: "Server-Sent Events: one job's status changes; ends after a terminal status", params: Type.Object({ id: Type.String() }), querystring: EventsQuery },
+  }, async (request, reply) => {
+    const { auth, conn } = await openSse(rt, request, reply);
+    const jobId = request.params.id;
+    const resume = resumePoint(request);
+    let last: string | null = null;
+    let ignoreUpTo = 0;
+    const change = (event: Pick<RealtimeEvent, 'jobId' | 'queueName'>, from: string, to: string, token?: string) => {
+      conn.send([envelope('JobStatusChange', { job_id: event.jobId, queue_name: event.queueName, old_status: from, new_status: to })], token);
+      last = to;
+      if (isTerminal(to as JobStatus)) conn.close();
+    };
+    const stream = new HistoryStream({
+      organizationId: auth.organizationId,
+      jobId: isUuid(jobId) ? jobId : null,
+      onEvent: (event, token) => {
+        if (event.jobId !== jobId || event.id <= ignoreUpTo || !event.toStatus || event.toStatus === last) return;
+        change(event, last ?? event.fromStatus ?? '', event.toStatus, token());
+      },
+      onOverflow: () => conn.close(),
+    });
+    await start(rt, conn, stream, resume, async () => {
+      const state = isUuid(jobId) ? await realtimeJobState(rt.app.db, auth.organizationId, jobId) : null;
+      if (!state) {
+        conn.send([envelope('Error', { message: 'Job not found', job_id: jobId })]);
+        conn.close();
+        return;
+      }
+      if (resume) {
+        if (isTerminal(state.status)) conn.close();
+        return;
+      }
+      ignoreUpTo = state.last_history_id;
+      change({ jobId, queueName: state.queue_name }, '', state.status);
+    });
+  });
+
+  app.get<{ Params: { name: string } }>('/events/queues/:name', {
+    schema: { tags: ['realtime'], summary: "Server-Sent Events: a queue's QueueStats every 5 s and its job events", params: Type.Object({ name: Type.String() }), querystring: EventsQuery },
+  }, async (request, reply) => {
+    const { auth, conn } = await openSse(rt, request, reply);
+    const queueName = request.params.name;
+    const stats = async () => {
+      try {
+        const counts = await realtimeQueueStats(rt.app.db, auth.organizationId, queueName);
+        conn.send([envelope('QueueStats', { queue_name: queueName, ...counts })]);
+      } catch (err) {
+        rt.app.logger.warn({ err }, 'queue stats for realtime failed');
+      }
+    };
+    const stream = new HistoryStream({
+      organizationId: auth.organizationId,
+      queueName,
+      onEvent: (event, token) => {
+        if (event.queueName === queueName && event.envelopes.length > 0) conn.send(event.envelopes, token());
+      },
+      onOverflow: () => conn.close(),
+    });
+    conn.every(QUEUE_STATS_MS, () => void stats());
+    await start(rt, conn, stream, resumePoint(request), stats);
+  });
+}
+
+/**
+ * CONTRACT §4: SSE at /events, /events/jobs/{id}, /events/queues/{name} and
+ * the WebSocket at /ws. These routes authenticate themselves (header or
+ * `?token=`), so they are mounted outside the authenticated scope.
+ */
+export function realtimeRoutes(app: FastifyInstance, ctx: AppContext): void {
+  const rt: RealtimeContext = {
+    app: ctx,
+    hub: new RealtimeHub(ctx.db, ctx.notifier, { log: (message, err) => ctx.logger.warn({ err }, message) }),
+    connections: new ConnectionRegistry(),
+  };
+  app.addHook('preClose', async () => {
+    rt.connections.closeAll('server shutting down');
+    rt.hub.stop();
+  });
+  sseRoutes(app, rt);
+  websocketRoute(app, rt);
+}

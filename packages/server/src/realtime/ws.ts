@@ -1,0 +1,131 @@
+import type { FastifyInstance, FastifyRequest } from 'fastify';
+import type { WebSocket } from 'ws';
+import { RateLimitError } from '@spool/protocol';
+import { authenticate } from '../http/auth.js';
+import type { Closable } from './connections.js';
+import { realtimeCredential } from './connections.js';
+import { dottedName, envelope, parseEventFilter, type Envelope, type RealtimeEvent } from './events.js';
+import type { RealtimeContext } from './routes.js';
+import { HistoryStream } from './stream.js';
+
+const MAX_CONNECTIONS_PER_ORG = 100;
+const PING_MS = 30_000;
+const MAX_QUEUED_BYTES = 1024 * 1024;
+const MAX_SUBSCRIPTIONS = 1000;
+
+interface WsQuery {
+  token?: string;
+  queue?: string;
+  job_id?: string;
+  events?: string;
+}
+
+/** One WebSocket client: filters, subscriptions and a bounded send queue. */
+class WsClient implements Closable {
+  readonly kind = 'ws';
+  readonly organizationId: string;
+  readonly #socket: WebSocket;
+  readonly #query: WsQuery;
+  readonly #events: Set<string> | null;
+  readonly #queues = new Set<string>();
+  readonly #jobs = new Set<string>();
+
+  constructor(socket: WebSocket, organizationId: string, query: WsQuery) {
+    this.#socket = socket;
+    this.organizationId = organizationId;
+    this.#query = query;
+    this.#events = parseEventFilter(query.events);
+  }
+
+  send(env: Envelope): void {
+    if (this.#socket.readyState !== this.#socket.OPEN) return;
+    this.#socket.send(JSON.stringify(env));
+    // Bounded memory: a client that does not read is dropped.
+    if (this.#socket.bufferedAmount > MAX_QUEUED_BYTES) this.#socket.terminate();
+  }
+
+  deliver(event: RealtimeEvent): void {
+    if (this.#query.queue && event.queueName !== this.#query.queue) return;
+    if (this.#query.job_id && event.jobId !== this.#query.job_id) return;
+    // No subscription: every event of the organization; otherwise those of a subscribed queue or job.
+    if ((this.#queues.size > 0 || this.#jobs.size > 0) && !this.#queues.has(event.queueName) && !this.#jobs.has(event.jobId)) return;
+    for (const env of event.envelopes) if (!this.#events || this.#events.has(dottedName(env.type))) this.send(env);
+  }
+
+  /** Client → server commands (CONTRACT §4.1); anything else gets an Error event. */
+  command(raw: string): void {
+    let message: { cmd?: unknown; queue?: unknown; job_id?: unknown };
+    try {
+      message = JSON.parse(raw) as typeof message;
+    } catch {
+      this.send(envelope('Error', { message: 'Messages must be JSON: {"cmd":"Subscribe"|"Unsubscribe"|"Ping", ...}' }));
+      return;
+    }
+    const queue = typeof message.queue === 'string' && message.queue ? message.queue : null;
+    const job = typeof message.job_id === 'string' && message.job_id ? message.job_id : null;
+    switch (message.cmd) {
+      case 'Subscribe':
+        if (this.#queues.size + this.#jobs.size >= MAX_SUBSCRIPTIONS) {
+          this.send(envelope('Error', { message: `At most ${MAX_SUBSCRIPTIONS} subscriptions per connection` }));
+          return;
+        }
+        if (queue) this.#queues.add(queue);
+        if (job) this.#jobs.add(job);
+        return;
+      case 'Unsubscribe':
+        if (queue) this.#queues.delete(queue);
+        if (job) this.#jobs.delete(job);
+        if (!queue && !job) {
+          this.#queues.clear();
+          this.#jobs.clear();
+        }
+        return;
+      case 'Ping':
+        this.send(envelope('Ping', {}));
+        return;
+      default:
+        this.send(envelope('Error', { message: `Unknown command ${JSON.stringify(message.cmd ?? null)}` }));
+    }
+  }
+
+  close(reason = 'closing'): void {
+    if (this.#socket.readyState === this.#socket.OPEN || this.#socket.readyState === this.#socket.CONNECTING) this.#socket.close(1001, reason);
+  }
+}
+
+/** CONTRACT §4.1: GET /api/v1/ws. Authenticated before the upgrade (plain 401 on failure). */
+export function websocketRoute(app: FastifyInstance, rt: RealtimeContext): void {
+  app.get<{ Querystring: WsQuery }>('/ws', {
+    websocket: true,
+    schema: { tags: ['realtime'], summary: 'WebSocket: Ping on open and every 30 s; job events; Subscribe/Unsubscribe/Ping commands' },
+    onRequest: async (request: FastifyRequest) => {
+      request.auth = await authenticate(rt.app.db, rt.app.tokens, realtimeCredential(request));
+      if (rt.connections.count(request.auth.organizationId, (c) => (c as { kind?: string }).kind === 'ws') >= MAX_CONNECTIONS_PER_ORG) {
+        throw new RateLimitError(5, `At most ${MAX_CONNECTIONS_PER_ORG} WebSocket connections per organization`);
+      }
+    },
+  }, (socket, request) => {
+    const auth = request.auth!;
+    const client = new WsClient(socket, auth.organizationId, request.query);
+    const unregister = rt.connections.add(client);
+    const stream = new HistoryStream({
+      organizationId: auth.organizationId,
+      onEvent: (event) => client.deliver(event),
+      onOverflow: () => socket.terminate(),
+    });
+    socket.on('message', (data) => client.command(data.toString()));
+    const ping = setInterval(() => client.send(envelope('Ping', {})), PING_MS);
+    ping.unref();
+    socket.on('close', () => {
+      clearInterval(ping);
+      unregister();
+      stream.close(rt.hub);
+    });
+    // The first Ping says "subscribed": from then on no event is missed.
+    stream.open(rt.hub, rt.app.db, null, { attached: () => client.send(envelope('Ping', {})) }).catch((err) => {
+      rt.app.logger.warn({ err }, 'realtime stream failed to start');
+      client.send(envelope('Error', { message: 'Event stream unavailable; reconnect shortly' }));
+      client.close('stream unavailable');
+    });
+  });
+}

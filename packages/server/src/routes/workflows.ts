@@ -1,0 +1,158 @@
+import type { FastifyInstance } from 'fastify';
+import { Type } from 'typebox';
+import { NotFoundError, clamp } from '@spool/protocol';
+import { workflowCancel, workflowCreate, workflowGet, workflowJobs, workflowList, workflowRetry, workflowTopologicalOrder } from '@spool/engine';
+import type { AppContext } from '../app.js';
+import { assertQueueAllowed, authOf } from '../http/auth.js';
+import { admitJobs } from '../http/job-admission.js';
+import { IdParams, MaxRetries, Priority, QueueName, TimeoutSeconds, nullable } from '../wire/common.js';
+import { WorkflowJobSchema, WorkflowSchema, workflowJobToWire, workflowToWire } from '../wire/workflow.js';
+import { checkJobLimits } from './jobs.js';
+
+const DependencyMode = Type.Unsafe<'all' | 'any'>({ type: 'string', enum: ['all', 'any'] });
+
+const WorkflowJobBody = Type.Object({
+  key: Type.String({ minLength: 1, maxLength: 100, pattern: '^[A-Za-z0-9_-]+$' }),
+  queue_name: QueueName,
+  payload: Type.Unknown(),
+  depends_on: Type.Optional(Type.Array(Type.String({ minLength: 1, maxLength: 100 }), { maxItems: 100 })),
+  dependency_mode: Type.Optional(DependencyMode),
+  priority: Type.Optional(Priority),
+  max_retries: Type.Optional(MaxRetries),
+  timeout_seconds: Type.Optional(TimeoutSeconds),
+});
+
+const CreateWorkflowBody = Type.Object({
+  name: Type.String({ minLength: 1, maxLength: 255, pattern: '^[A-Za-z0-9 _.()-]+$' }),
+  description: Type.Optional(nullable(Type.String({ maxLength: 1000 }))),
+  jobs: Type.Array(WorkflowJobBody, { minItems: 1, maxItems: 100 }),
+  metadata: Type.Optional(Type.Unknown()),
+});
+
+interface CreateWorkflowBody {
+  name: string;
+  description?: string | null;
+  metadata?: unknown;
+  jobs: {
+    key: string;
+    queue_name: string;
+    payload: unknown;
+    depends_on?: string[];
+    dependency_mode?: 'all' | 'any';
+    priority?: number;
+    max_retries?: number;
+    timeout_seconds?: number;
+  }[];
+}
+
+const WORKFLOW_STATUSES = new Set(['pending', 'running', 'completed', 'failed', 'cancelled']);
+const JobParams = Type.Object({ id: Type.String(), job_id: Type.String() });
+
+async function loadWorkflow(ctx: AppContext, organizationId: string, id: string) {
+  const workflow = await workflowGet(ctx.db, organizationId, id);
+  if (!workflow) throw new NotFoundError('Workflow not found');
+  return workflow;
+}
+
+/** CONTRACT §3.10: workflows (DAGs of jobs). Semantics in docs/workflows.md. */
+export function workflowRoutes(app: FastifyInstance, ctx: AppContext): void {
+  app.post<{ Body: CreateWorkflowBody }>('/workflows', {
+    schema: {
+      tags: ['workflows'],
+      summary: 'Create a workflow: jobs with keys and depends_on (cycles and unknown keys are 400)',
+      body: CreateWorkflowBody,
+    },
+  }, async (request, reply) => {
+    const auth = authOf(request);
+    const body = request.body;
+    const admissions = body.jobs.map((job, index) => {
+      const payloadBytes = checkJobLimits(job, `jobs[${index}].`);
+      assertQueueAllowed(auth, job.queue_name);
+      return { queueName: job.queue_name, payloadBytes };
+    });
+    // The graph is part of validation, which comes before plan limits (CONTRACT §1.4).
+    workflowTopologicalOrder(body.jobs.map((job) => ({ key: job.key, dependsOn: job.depends_on ?? [] })));
+    await admitJobs(ctx, auth, admissions);
+    const created = await workflowCreate(ctx.db, {
+      organizationId: auth.organizationId,
+      name: body.name,
+      description: body.description ?? null,
+      metadata: body.metadata,
+      jobs: body.jobs.map((job) => ({
+        key: job.key,
+        queueName: job.queue_name,
+        payload: job.payload,
+        dependsOn: job.depends_on ?? [],
+        dependencyMode: job.dependency_mode ?? 'all',
+        priority: job.priority,
+        maxRetries: job.max_retries,
+        timeoutSeconds: job.timeout_seconds,
+      })),
+    });
+    return reply.code(201).send({
+      workflow_id: created.workflowId,
+      job_ids: created.jobIds.map((j) => ({ key: j.key, job_id: j.jobId })),
+      status: 'pending',
+    });
+  });
+
+  app.get<{ Querystring: { status?: string; limit?: number; offset?: number } }>('/workflows', {
+    schema: {
+      tags: ['workflows'],
+      summary: 'List workflows, newest first',
+      querystring: Type.Object({ status: Type.Optional(Type.String()), limit: Type.Optional(Type.Integer()), offset: Type.Optional(Type.Integer()) }),
+      response: { 200: Type.Array(WorkflowSchema) },
+    },
+  }, async (request) => {
+    const { status, limit, offset } = request.query;
+    const rows = await workflowList(ctx.db, {
+      organizationId: authOf(request).organizationId,
+      status: status && WORKFLOW_STATUSES.has(status) ? status : null,
+      limit: clamp(limit ?? 50, 1, 100),
+      offset: Math.max(0, offset ?? 0),
+    });
+    return rows.map(workflowToWire);
+  });
+
+  app.get<{ Params: { id: string } }>('/workflows/:id', {
+    schema: { tags: ['workflows'], summary: 'Get a workflow with counters and progress', params: IdParams, response: { 200: WorkflowSchema } },
+  }, async (request) => workflowToWire(await loadWorkflow(ctx, authOf(request).organizationId, request.params.id)));
+
+  app.post<{ Params: { id: string } }>('/workflows/:id/cancel', {
+    schema: { tags: ['workflows'], summary: 'Cancel a workflow and its unfinished jobs', params: IdParams, response: { 200: WorkflowSchema } },
+  }, async (request) => workflowToWire(await workflowCancel(ctx.db, authOf(request).organizationId, request.params.id)));
+
+  app.post<{ Params: { id: string } }>('/workflows/:id/retry', {
+    schema: { tags: ['workflows'], summary: 'Retry the failed jobs of a failed workflow (400 otherwise)', params: IdParams, response: { 200: WorkflowSchema } },
+  }, async (request) => workflowToWire(await workflowRetry(ctx.db, authOf(request).organizationId, request.params.id)));
+
+  app.get<{ Params: { id: string } }>('/workflows/:id/jobs', {
+    schema: { tags: ['workflows'], summary: "A workflow's jobs", params: IdParams, response: { 200: Type.Array(WorkflowJobSchema) } },
+  }, async (request) => {
+    const org = authOf(request).organizationId;
+    await loadWorkflow(ctx, org, request.params.id);
+    return (await workflowJobs(ctx.db, org, request.params.id)).map(workflowJobToWire);
+  });
+
+  app.get<{ Params: { id: string } }>('/workflows/:id/jobs/status', {
+    schema: {
+      tags: ['workflows'],
+      summary: "Status of each of a workflow's jobs",
+      params: IdParams,
+      response: { 200: Type.Array(Type.Object({ job_id: Type.String(), key: Type.Union([Type.String(), Type.Null()]), status: Type.String(), progress: Type.Number() })) },
+    },
+  }, async (request) => {
+    const org = authOf(request).organizationId;
+    await loadWorkflow(ctx, org, request.params.id);
+    const jobs = await workflowJobs(ctx.db, org, request.params.id);
+    return jobs.map((job) => ({ job_id: job.id, key: job.key, status: job.status, progress: job.status === 'completed' ? 100 : 0 }));
+  });
+
+  app.get<{ Params: { id: string; job_id: string } }>('/workflows/:id/jobs/:job_id', {
+    schema: { tags: ['workflows'], summary: 'One job of a workflow', params: JobParams, response: { 200: WorkflowJobSchema } },
+  }, async (request) => {
+    const [job] = await workflowJobs(ctx.db, authOf(request).organizationId, request.params.id, request.params.job_id);
+    if (!job) throw new NotFoundError('Workflow job not found');
+    return workflowJobToWire(job);
+  });
+}

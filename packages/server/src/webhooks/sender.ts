@@ -1,0 +1,111 @@
+import { createHmac } from 'node:crypto';
+import http from 'node:http';
+import https from 'node:https';
+import { isIP } from 'node:net';
+import { isForbiddenAddress, parseWebhookUrl, safeLookup, type Environment } from './ssrf.js';
+
+export interface WebhookRequest {
+  url: string;
+  /** The exact bytes sent (and signed). */
+  body: string;
+  event: string;
+  attempt: number;
+  secret?: string | null;
+  deliveryId?: string | null;
+  environment: Environment;
+  timeoutMs?: number;
+}
+
+export interface WebhookResponse {
+  success: boolean;
+  statusCode: number | null;
+  /** First 500 characters. */
+  responseBody: string | null;
+  error: string | null;
+  durationMs: number;
+  /** Retrying cannot help (e.g. the URL is refused). */
+  permanent: boolean;
+}
+
+/** `sha256=` + hex HMAC-SHA256(secret, "<timestamp>.<body>") (CONTRACT §3.11). */
+export function signWebhook(secret: string, timestamp: number, body: string): string {
+  return `sha256=${createHmac('sha256', secret).update(`${timestamp}.${body}`).digest('hex')}`;
+}
+
+/** The headers of every outgoing webhook request. */
+export function webhookHeaders(request: Pick<WebhookRequest, 'body' | 'event' | 'attempt' | 'secret' | 'deliveryId'>, now = Date.now()): Record<string, string> {
+  const timestamp = Math.floor(now / 1000);
+  const headers: Record<string, string> = {
+    'content-type': 'application/json',
+    'user-agent': 'Spool-Webhooks/1',
+    'x-spooled-event': request.event,
+    'x-spooled-timestamp': String(timestamp),
+    'x-spooled-delivery-attempt': String(request.attempt),
+    'content-length': String(Buffer.byteLength(request.body)),
+  };
+  if (request.deliveryId) headers['x-spooled-delivery-id'] = request.deliveryId;
+  if (request.secret) headers['x-spooled-signature'] = signWebhook(request.secret, timestamp, request.body);
+  return headers;
+}
+
+/**
+ * POSTs one webhook with a timeout (10 s by default). Never throws: the
+ * outcome says what happened. Outside development the connection may only
+ * go to public addresses (checked on the resolved address itself); redirects
+ * are not followed.
+ */
+export function sendWebhook(request: WebhookRequest): Promise<WebhookResponse> {
+  const started = Date.now();
+  const done = (partial: Partial<WebhookResponse>): WebhookResponse => ({
+    success: false, statusCode: null, responseBody: null, error: null, permanent: false, ...partial, durationMs: Date.now() - started,
+  });
+  let url: URL;
+  try {
+    url = parseWebhookUrl(request.url);
+  } catch (err) {
+    return Promise.resolve(done({ error: (err as Error).message, permanent: true }));
+  }
+  const production = request.environment === 'production';
+  const host = url.hostname.replace(/^\[(.*)\]$/, '$1');
+  if (production && isIP(host) && isForbiddenAddress(host)) {
+    return Promise.resolve(done({ error: `Invalid webhook URL: ${host} is a private, loopback or link-local address`, permanent: true }));
+  }
+  const client = url.protocol === 'https:' ? https : http;
+  return new Promise((resolve) => {
+    let settled = false;
+    const finish = (result: WebhookResponse) => {
+      if (settled) return;
+      settled = true;
+      clearTimeout(timer);
+      resolve(result);
+    };
+    const req = client.request(url, {
+      method: 'POST',
+      headers: webhookHeaders(request),
+      agent: false,
+      ...(production ? { lookup: safeLookup } : {}),
+    }, (res) => {
+      let text = '';
+      res.setEncoding('utf8');
+      res.on('data', (chunk: string) => {
+        if (text.length < 500) text += chunk;
+        else res.destroy();
+      });
+      const end = () => {
+        const status = res.statusCode ?? 0;
+        const ok = status >= 200 && status < 300;
+        finish(done({ success: ok, statusCode: status, responseBody: text.slice(0, 500), error: ok ? null : `HTTP ${status}` }));
+      };
+      res.on('end', end);
+      res.on('close', end);
+      res.on('error', end);
+    });
+    const timer = setTimeout(() => {
+      req.destroy(new Error(`Timed out after ${request.timeoutMs ?? 10_000} ms`));
+    }, request.timeoutMs ?? 10_000);
+    req.on('error', (err: NodeJS.ErrnoException) => {
+      finish(done({ error: err.message, permanent: err.code === 'ESSRF' }));
+    });
+    req.end(request.body);
+  });
+}

@@ -1,0 +1,90 @@
+import { Type } from 'typebox';
+import type { WorkflowJobRow, WorkflowRow } from '@spool/engine';
+
+const Timestamp = Type.Union([Type.String({ format: 'date-time' }), Type.Null()]);
+const iso = (d: Date | null): string | null => (d === null ? null : d.toISOString());
+
+/** CONTRACT §3.10 WorkflowResponse (+ `cancelled_jobs`, `blocked_jobs`: extension). */
+export const WorkflowSchema = Type.Object({
+  id: Type.String(),
+  organization_id: Type.String(),
+  name: Type.String(),
+  description: Type.Union([Type.String(), Type.Null()]),
+  status: Type.String(),
+  total_jobs: Type.Integer(),
+  completed_jobs: Type.Integer(),
+  failed_jobs: Type.Integer(),
+  cancelled_jobs: Type.Integer(),
+  blocked_jobs: Type.Integer(),
+  progress_percent: Type.Number(),
+  created_at: Type.String({ format: 'date-time' }),
+  started_at: Timestamp,
+  completed_at: Timestamp,
+  metadata: Type.Unknown(),
+});
+
+export function workflowToWire(row: WorkflowRow): Record<string, unknown> {
+  const progress = row.total_jobs === 0 ? 100 : Math.round((row.completed_jobs / row.total_jobs) * 10_000) / 100;
+  return {
+    id: row.id,
+    organization_id: row.organization_id,
+    name: row.name,
+    description: row.description,
+    status: row.status,
+    total_jobs: row.total_jobs,
+    completed_jobs: row.completed_jobs,
+    failed_jobs: row.failed_jobs,
+    cancelled_jobs: row.cancelled_jobs,
+    blocked_jobs: row.blocked_jobs,
+    progress_percent: progress,
+    created_at: row.created_at.toISOString(),
+    started_at: iso(row.started_at),
+    completed_at: iso(row.completed_at),
+    metadata: row.metadata ?? null,
+  };
+}
+
+/** CONTRACT §3.10 WorkflowJob (+ `dependency_mode`, `dependencies_met`). */
+export const WorkflowJobSchema = Type.Object({
+  id: Type.String(),
+  workflow_id: Type.String(),
+  key: Type.Union([Type.String(), Type.Null()]),
+  queue_name: Type.String(),
+  status: Type.String(),
+  payload: Type.Unknown(),
+  result: Type.Unknown(),
+  error: Type.Union([Type.String(), Type.Null()]),
+  depends_on: Type.Array(Type.String()),
+  priority: Type.Integer(),
+  max_retries: Type.Integer(),
+  attempt: Type.Integer(),
+  timeout_seconds: Type.Integer(),
+  created_at: Type.String({ format: 'date-time' }),
+  started_at: Timestamp,
+  completed_at: Timestamp,
+  dependency_mode: Type.Union([Type.String(), Type.Null()]),
+  dependencies_met: Type.Boolean(),
+});
+
+export function workflowJobToWire(row: WorkflowJobRow): Record<string, unknown> {
+  return {
+    id: row.id,
+    workflow_id: row.workflow_id,
+    key: row.key,
+    queue_name: row.queue_name,
+    status: row.status,
+    payload: row.payload,
+    result: row.result ?? null,
+    error: row.error,
+    depends_on: row.depends_on,
+    priority: row.priority,
+    max_retries: row.max_retries,
+    attempt: row.attempt,
+    timeout_seconds: row.timeout_seconds,
+    created_at: row.created_at.toISOString(),
+    started_at: iso(row.started_at),
+    completed_at: iso(row.completed_at),
+    dependency_mode: row.dependency_mode,
+    dependencies_met: row.dependencies_met !== false,
+  };
+}

@@ -12,7 +12,9 @@ import { installErrorHandler } from './http/errors.js';
 import { installJsonBodyParser } from './http/json-body.js';
 import type { TokenService } from './http/jwt.js';
 import { installValidators } from './http/validation.js';
+import { dashboardUiRoutes } from './routes/dashboard-ui.js';
 import { healthRoutes } from './routes/health.js';
+import { jobHistoryRoutes } from './routes/job-history.js';
 import { jobRoutes } from './routes/jobs.js';
 import { jobBulkRoutes } from './routes/jobs-bulk.js';
 import { jobDlqRoutes } from './routes/jobs-dlq.js';
@@ -38,6 +40,7 @@ export interface AppContext {
 /** Route modules behind API-key/JWT authentication, mounted under /api/v1. */
 const AUTHENTICATED_ROUTES: ((app: FastifyInstance, ctx: AppContext) => void)[] = [
   jobRoutes,
+  jobHistoryRoutes,
   jobBulkRoutes,
   jobWorkerRoutes,
   jobDlqRoutes,
@@ -94,5 +97,6 @@ export async function buildApp(ctx: AppContext): Promise<FastifyInstance> {
   await app.register(async (scope) => {
     for (const routes of PUBLIC_API_ROUTES) routes(scope, ctx);
   }, { prefix: '/api/v1' });
+  await dashboardUiRoutes(app, ctx);
   return app;
 }

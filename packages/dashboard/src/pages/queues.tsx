@@ -90,16 +90,16 @@ function ConfigDialog({ name, onClose, onSaved }: { name: string; onClose: () =>
       {config.loading && !c ? <Loading /> : config.error ? <ErrorState error={config.error} what="Queue config" /> : (
         <form class="form" onSubmit={submit}>
           {name ? null : <label>Queue name<input name="queue_name" required maxLength={100} pattern="[A-Za-z0-9_][A-Za-z0-9_.\-]*" autoFocus /></label>}
-          <label>Max retries<input name="max_retries" type="number" min={0} max={100} value={c?.max_retries ?? 3} /></label>
-          <label>Default timeout (s)<input name="default_timeout" type="number" min={1} max={86400} value={c?.default_timeout ?? 300} /></label>
-          <label>Rate limit (jobs/s, empty = none)<input name="rate_limit" type="number" min={1} max={100000} value={c?.rate_limit ?? ''} /></label>
+          <label>Max retries<input name="max_retries" type="number" min={0} max={100} defaultValue={c?.max_retries ?? 3} /></label>
+          <label>Default timeout (s)<input name="default_timeout" type="number" min={1} max={86400} defaultValue={c?.default_timeout ?? 300} /></label>
+          <label>Rate limit (jobs/s, empty = none)<input name="rate_limit" type="number" min={1} max={100000} defaultValue={c?.rate_limit ?? ''} /></label>
           {extended || !c ? (
             <fieldset>
               <legend>Spool extensions</legend>
-              <label>Backoff base (ms)<input name="backoff_base_ms" type="number" min={0} value={c?.backoff_base_ms ?? 1000} /></label>
-              <label>Backoff cap (ms)<input name="backoff_max_ms" type="number" min={0} value={c?.backoff_max_ms ?? 60000} /></label>
-              <label>Backoff jitter (ms)<input name="backoff_jitter_ms" type="number" min={0} value={c?.backoff_jitter_ms ?? 500} /></label>
-              <label>Concurrency limit (empty = none)<input name="concurrency_limit" type="number" min={1} value={c?.concurrency_limit ?? ''} /></label>
+              <label>Backoff base (ms)<input name="backoff_base_ms" type="number" min={0} defaultValue={c?.backoff_base_ms ?? 1000} /></label>
+              <label>Backoff cap (ms)<input name="backoff_max_ms" type="number" min={0} defaultValue={c?.backoff_max_ms ?? 60000} /></label>
+              <label>Backoff jitter (ms)<input name="backoff_jitter_ms" type="number" min={0} defaultValue={c?.backoff_jitter_ms ?? 500} /></label>
+              <label>Concurrency limit (empty = none)<input name="concurrency_limit" type="number" min={1} defaultValue={c?.concurrency_limit ?? ''} /></label>
             </fieldset>
           ) : null}
           {error ? <p class="form-error" role="alert">{error}</p> : null}

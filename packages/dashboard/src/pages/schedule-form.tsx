@@ -120,7 +120,7 @@ export function ScheduleForm({ schedule, onSaved, onCancel }: { schedule?: Sched
     <form class="form schedule-form" onSubmit={submit}>
       <div class="form-columns">
         <div>
-          <label>Name<input name="name" required maxLength={255} value={schedule?.name ?? ''} /></label>
+          <label>Name<input name="name" required maxLength={255} defaultValue={schedule?.name ?? ''} /></label>
           <label>Cron expression <span class="muted small">sec min hour day month weekday</span>
             <input name="cron_expression" class="mono" required value={cron} onInput={(e) => setCron((e.target as HTMLInputElement).value)} spellcheck={false} />
           </label>
@@ -128,14 +128,14 @@ export function ScheduleForm({ schedule, onSaved, onCancel }: { schedule?: Sched
             <input name="timezone" list="time-zones" value={timezone} onInput={(e) => setTimezone((e.target as HTMLInputElement).value)} />
           </label>
           <datalist id="time-zones">{zones.map((z) => <option key={z} value={z} />)}</datalist>
-          <label>Queue<input name="queue_name" required maxLength={100} value={schedule?.queue_name ?? ''} /></label>
-          <label>Payload template (JSON)<textarea name="payload_template" class="mono" rows={4} value={schedule ? JSON.stringify(schedule.payload_template, null, 2) : '{}'} /></label>
+          <label>Queue<input name="queue_name" required maxLength={100} defaultValue={schedule?.queue_name ?? ''} /></label>
+          <label>Payload template (JSON)<textarea name="payload_template" class="mono" rows={4} defaultValue={schedule ? JSON.stringify(schedule.payload_template, null, 2) : '{}'} /></label>
           <div class="form-row">
-            <label>Priority<input name="priority" type="number" min={-100} max={100} value={schedule?.priority ?? 0} /></label>
-            <label>Max retries<input name="max_retries" type="number" min={0} max={100} value={schedule?.max_retries ?? 3} /></label>
-            <label>Timeout (s)<input name="timeout_seconds" type="number" min={1} max={86400} value={schedule?.timeout_seconds ?? 300} /></label>
+            <label>Priority<input name="priority" type="number" min={-100} max={100} defaultValue={schedule?.priority ?? 0} /></label>
+            <label>Max retries<input name="max_retries" type="number" min={0} max={100} defaultValue={schedule?.max_retries ?? 3} /></label>
+            <label>Timeout (s)<input name="timeout_seconds" type="number" min={1} max={86400} defaultValue={schedule?.timeout_seconds ?? 300} /></label>
           </div>
-          <label>Description<input name="description" maxLength={1000} value={schedule?.description ?? ''} /></label>
+          <label>Description<input name="description" maxLength={1000} defaultValue={schedule?.description ?? ''} /></label>
         </div>
         <PreviewList preview={preview} timezone={timezone} />
       </div>

@@ -42,14 +42,14 @@ function WebhookForm({ webhook, onClose, onSaved }: { webhook: Webhook | null; o
   return (
     <Modal title={webhook ? `Edit ${webhook.name}` : 'New outgoing webhook'} onClose={onClose}>
       <form class="form" onSubmit={submit}>
-        <label>Name<input name="name" required maxLength={255} value={webhook?.name ?? ''} /></label>
-        <label>URL<input name="url" type="url" required maxLength={2048} placeholder="https://example.com/hooks/spool" value={webhook?.url ?? ''} /></label>
+        <label>Name<input name="name" required maxLength={255} defaultValue={webhook?.name ?? ''} /></label>
+        <label>URL<input name="url" type="url" required maxLength={2048} placeholder="https://example.com/hooks/spool" defaultValue={webhook?.url ?? ''} /></label>
         <fieldset class="checkbox-grid">
           <legend>Events</legend>
-          {WEBHOOK_EVENTS.map((e) => <label key={e} class="checkbox"><input type="checkbox" name={`event:${e}`} checked={chosen.has(e)} /> {e}</label>)}
+          {WEBHOOK_EVENTS.map((e) => <label key={e} class="checkbox"><input type="checkbox" name={`event:${e}`} defaultChecked={chosen.has(e)} /> {e}</label>)}
         </fieldset>
         <label>Signing secret <span class="muted small">{webhook ? 'leave empty to keep the current one' : 'optional; signs X-Spooled-Signature'}</span><input name="secret" type="password" maxLength={255} autoComplete="off" /></label>
-        <label class="checkbox"><input type="checkbox" name="enabled" checked={webhook?.enabled ?? true} /> Enabled</label>
+        <label class="checkbox"><input type="checkbox" name="enabled" defaultChecked={webhook?.enabled ?? true} /> Enabled</label>
         {error ? <p class="form-error" role="alert">{error}</p> : null}
         <div class="form-actions">
           <button type="button" onClick={onClose}>Cancel</button>

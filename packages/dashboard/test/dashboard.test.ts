@@ -43,6 +43,18 @@ async function signedIn(path = '/'): Promise<DashboardPage> {
   return d;
 }
 
+/** Enqueues, runs and fails a few dozen jobs over the API, as a worker would. */
+async function traffic(): Promise<void> {
+  for (const [queue, count, failEvery] of [['emails', 30, 6], ['thumbnails', 18, 0]] as const) {
+    await api('POST', '/jobs/bulk', { queue_name: queue, default_max_retries: 0, jobs: Array.from({ length: count }, (_, i) => ({ payload: { i } })) });
+    const { jobs } = await api('POST', '/jobs/claim', { queue_name: queue, worker_id: `${queue}-worker`, limit: count - 5 });
+    for (const [i, job] of (jobs as { id: string; lease_id: string }[]).entries()) {
+      const failed = failEvery > 0 && i % failEvery === 0;
+      await api('POST', `/jobs/${job.id}/${failed ? 'fail' : 'complete'}`, { worker_id: `${queue}-worker`, lease_id: job.lease_id, ...(failed ? { error: 'SMTP 451: try again later' } : { result: { ok: true } }) });
+    }
+  }
+}
+
 async function heading(page: Page, name: string): Promise<void> {
   await page.getByRole('heading', { level: 1, name }).waitFor();
 }
@@ -88,7 +100,7 @@ describe('dashboard', { timeout: 180_000 }, () => {
     assert.equal(await row.locator('[data-status]').textContent(), 'pending');
 
     await row.getByRole('link').click();
-    await heading(page, `Job ${id.slice(0, 8)}`);
+    await heading(page, `Job ${id.slice(-8)}`);
     await page.getByText('"hello": "dashboard"').waitFor();
     const timeline = page.getByTestId('timeline');
     await timeline.locator('[data-event="create"]').waitFor();
@@ -241,8 +253,11 @@ describe('dashboard', { timeout: 180_000 }, () => {
       await d.screenshot(name);
     }
 
+    // Some traffic while the Overview is open, so its charts have something to draw.
     await page.goto('/');
     await page.locator('.tile').first().waitFor();
+    await waitForLive(page);
+    await traffic();
     await page.waitForTimeout(5500);
     await d.screenshot('overview');
     d.assertNoConsoleErrors();

@@ -11,6 +11,10 @@ export interface ChartSeries {
   format?: (value: number) => string;
 }
 
+/** Tick steps for counts: whole numbers only. */
+const INTEGER_STEPS = [1, 2, 5, 10, 20, 50, 100, 200, 500, 1e3, 2e3, 5e3, 1e4, 2e4, 5e4, 1e5, 2e5, 5e5, 1e6, 1e7, 1e8];
+const timeOfDay = new Intl.DateTimeFormat(undefined, { hour: '2-digit', minute: '2-digit', second: '2-digit' });
+
 interface ChartProps {
   title: string;
   series: ChartSeries[];
@@ -19,6 +23,8 @@ interface ChartProps {
   height?: number;
   /** Draw points as steps (per-minute counts) instead of lines. */
   stepped?: boolean;
+  /** Values are counts: ticks on whole numbers. */
+  integer?: boolean;
 }
 
 function resolveColor(color: string, element: Element): string {
@@ -37,9 +43,9 @@ function options(props: ChartProps, width: number, element: Element): uPlot.Opti
     legend: { live: true },
     cursor: { drag: { x: false, y: false } },
     scales: { x: { time: true }, y: { range: (_u, min, max) => [Math.min(0, min ?? 0), Math.max(1, (max ?? 1) * 1.1)] } },
-    axes: [axis, { ...axis, size: 56, values: (_u, values) => values.map((v) => format(v)) }],
+    axes: [axis, { ...axis, size: 56, ...(props.integer ? { incrs: INTEGER_STEPS } : {}), values: (_u, values) => values.map((v) => format(v)) }],
     series: [
-      {},
+      { label: 'time', value: (_u: uPlot, v: number | null) => (v === null ? '' : timeOfDay.format(new Date(v * 1000))) },
       ...props.series.map((s) => ({
         label: s.label,
         stroke: resolveColor(s.color, element),

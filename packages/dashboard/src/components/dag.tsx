@@ -87,7 +87,7 @@ export function Dag({ jobs }: { jobs: WorkflowJob[] }): JSX.Element {
             tabIndex={0} role="link" aria-label={`${job.key}: ${job.status}`}
             onClick={() => navigate(`/jobs/${job.id}`)} onKeyDown={(e) => { if (e.key === 'Enter') navigate(`/jobs/${job.id}`); }}>
             <rect width={NODE_W} height={NODE_H} rx={8} />
-            <text x={10} y={20} class="dag-key">{(job.key ?? job.id.slice(0, 8)).slice(0, 20)}</text>
+            <text x={10} y={20} class="dag-key">{(job.key ?? job.id.slice(-8)).slice(0, 20)}</text>
             <text x={10} y={38} class="dag-status">{job.status}{job.attempt > 0 ? ` · retry ${job.attempt}` : ''}</text>
           </g>
         ))}

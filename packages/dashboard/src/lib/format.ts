@@ -56,8 +56,9 @@ export function formatRelative(iso: string | null | undefined, now = Date.now())
   return diff < 0 ? `${text} ago` : `in ${text}`;
 }
 
+/** The last 8 characters: Spool's ids are UUIDv7, whose first characters are a timestamp shared by neighbours. */
 export function shortId(id: string | null | undefined): string {
-  return id ? id.slice(0, 8) : '—';
+  return id ? id.slice(-8) : '—';
 }
 
 export function prettyJson(value: unknown): string {

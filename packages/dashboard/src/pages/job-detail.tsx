@@ -4,7 +4,7 @@ import { ConfirmDialog } from '../components/dialog';
 import { notify, notifyError } from '../components/toast';
 import { ErrorState, Facts, JsonBlock, Link, Loading, PageHeader, StatusBadge } from '../components/ui';
 import { api, ApiError, errorMessage } from '../lib/api';
-import { formatDuration, formatRelative, formatTime } from '../lib/format';
+import { formatDuration, formatRelative, formatTime, shortId } from '../lib/format';
 import { useLiveRefresh, useNow, useResource } from '../lib/hooks';
 import type { HistoryEntry, Job } from '../lib/types';
 
@@ -127,7 +127,7 @@ export function JobDetail({ id }: { id: string }): JSX.Element {
   }
   return (
     <div class="page">
-      <PageHeader title={`Job ${j.id.slice(0, 8)}`}>
+      <PageHeader title={`Job ${shortId(j.id)}`}>
         <StatusBadge status={j.status} />
       </PageHeader>
       <Actions job={j} reload={job.reload} />
@@ -146,7 +146,7 @@ export function JobDetail({ id }: { id: string }): JSX.Element {
             ['Finished', formatTime(j.completed_at)],
             ['Expires', j.expires_at ? formatTime(j.expires_at) : null],
             ['Idempotency key', j.idempotency_key ? <span class="mono">{j.idempotency_key}</span> : null],
-            ['Workflow', j.workflow_id ? <Link href={`/workflows/${j.workflow_id}`} class="mono">{j.workflow_id.slice(0, 8)}</Link> : null],
+            ['Workflow', j.workflow_id ? <Link href={`/workflows/${j.workflow_id}`} class="mono">{shortId(j.workflow_id)}</Link> : null],
           ]} />
         </section>
         <section class="card">

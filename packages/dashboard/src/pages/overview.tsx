@@ -48,6 +48,7 @@ function Charts(): JSX.Element {
       <Chart
         title="Jobs per minute"
         stepped
+        integer
         data={[xs, created, completed, failed]}
         series={[
           { label: 'enqueued', color: '--c-created', format: count },
@@ -57,6 +58,7 @@ function Charts(): JSX.Element {
       />
       <Chart
         title="Queue depth"
+        integer
         data={[t, samples.map((s) => s.pending), samples.map((s) => s.processing), samples.map((s) => s.deadletter)]}
         series={[
           { label: 'pending', color: '--c-pending', format: count },

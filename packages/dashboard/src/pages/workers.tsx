@@ -2,7 +2,7 @@ import type { JSX } from 'preact';
 import { EmptyState, ErrorState, Facts, JsonBlock, Link, Loading, PageHeader, StatusBadge } from '../components/ui';
 import { Modal } from '../components/dialog';
 import { api } from '../lib/api';
-import { formatRelative, formatTime } from '../lib/format';
+import { formatRelative, formatTime, shortId } from '../lib/format';
 import { useLiveRefresh, useNow, useResource } from '../lib/hooks';
 import { setQuery } from '../lib/router';
 import type { Worker, WorkerSummary } from '../lib/types';
@@ -14,7 +14,7 @@ function WorkerDetail({ id }: { id: string }): JSX.Element {
   const worker = useResource((signal) => api<Worker>('GET', `/workers/${encodeURIComponent(id)}`, { signal }), [id]);
   const w = worker.data;
   return (
-    <Modal title={`Worker ${id.slice(0, 8)}`} onClose={() => setQuery({ id: null })} wide>
+    <Modal title={`Worker ${shortId(id)}`} onClose={() => setQuery({ id: null })} wide>
       {!w ? (worker.error ? <ErrorState error={worker.error} what="Workers" /> : <Loading />) : (
         <>
           <Facts items={[
@@ -57,7 +57,7 @@ export function Workers({ query }: { query: URLSearchParams }): JSX.Element {
                 const late = w.status !== 'offline' && age !== null && age > LATE_MS;
                 return (
                   <tr key={w.id} data-worker-id={w.id}>
-                    <td class="mono"><a href={`/workers?id=${encodeURIComponent(w.id)}`} onClick={(e) => { e.preventDefault(); setQuery({ id: w.id }); }}>{w.id.slice(0, 8)}</a></td>
+                    <td class="mono"><a href={`/workers?id=${encodeURIComponent(w.id)}`} onClick={(e) => { e.preventDefault(); setQuery({ id: w.id }); }}>{shortId(w.id)}</a></td>
                     <td>{w.hostname}</td>
                     <td>{w.queue_name}</td>
                     <td><StatusBadge status={w.status} />{late ? <span class="badge badge-late" title="No heartbeat for a while">late</span> : null}</td>

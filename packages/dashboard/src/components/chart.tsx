@@ -52,7 +52,7 @@ function options(props: ChartProps, width: number, element: Element): uPlot.Opti
         width: 2,
         points: { show: false },
         value: (_u: uPlot, v: number | null) => (v === null ? '—' : (s.format ?? String)(v)),
-        ...(props.stepped ? { paths: uPlot.paths.stepped!({ align: 1 }) } : {}),
+        ...(props.stepped ? { paths: uPlot.paths.stepped!({ align: 1 }), fill: `${resolveColor(s.color, element)}22` } : {}),
       })),
     ],
   };

@@ -58,14 +58,17 @@ const MAX_QUEUE_STATS = 12;
 
 let minutes: Minute[] = [];
 let samples: Sample[] = [];
+/** When counting began (unix seconds): minutes before it were not observed, so they are not drawn as zeros. */
+let since = Math.floor(Date.now() / 1000);
 const listeners = new Set<() => void>();
 
 function load(): void {
   try {
     const raw = sessionStorage.getItem(KEY);
-    const parsed = raw ? (JSON.parse(raw) as { minutes?: Minute[]; samples?: Sample[] }) : {};
+    const parsed = raw ? (JSON.parse(raw) as { minutes?: Minute[]; samples?: Sample[]; since?: number }) : {};
     minutes = Array.isArray(parsed.minutes) ? parsed.minutes : [];
     samples = Array.isArray(parsed.samples) ? parsed.samples : [];
+    if (typeof parsed.since === 'number') since = parsed.since;
   } catch {
     minutes = [];
     samples = [];
@@ -80,7 +83,7 @@ function changed(): void {
   for (const listener of listeners) listener();
   saveTimer ??= setTimeout(() => {
     saveTimer = null;
-    if (getSession()) sessionStorage.setItem(KEY, JSON.stringify({ minutes, samples }));
+    if (getSession()) sessionStorage.setItem(KEY, JSON.stringify({ minutes, samples, since }));
   }, 1000);
 }
 
@@ -102,10 +105,10 @@ onLiveEvent((event) => {
   else if (event.type === 'job.failed') count('failed');
 });
 onSessionChange(() => {
-  if (getSession()) return;
   minutes = [];
   samples = [];
-  sessionStorage.removeItem(KEY);
+  since = Math.floor(Date.now() / 1000);
+  if (!getSession()) sessionStorage.removeItem(KEY);
 });
 
 export function onOverviewChange(listener: () => void): () => void {
@@ -113,7 +116,11 @@ export function onOverviewChange(listener: () => void): () => void {
   return () => listeners.delete(listener);
 }
 
-/** Per-minute counts for the last hour, one entry per minute (zeros filled in). */
+/**
+ * Per-minute counts since counting began (at most the last hour), zeros
+ * filled in. A trailing point closes the current minute so the step that
+ * draws it has a width.
+ */
 export function throughputSeries(now = Date.now()): [number[], number[], number[], number[]] {
   const end = Math.floor(now / 60_000) * 60;
   const byMinute = new Map(minutes.map((m) => [m.t, m]));
@@ -121,7 +128,7 @@ export function throughputSeries(now = Date.now()): [number[], number[], number[
   const created: number[] = [];
   const completed: number[] = [];
   const failed: number[] = [];
-  const first = Math.max(end - WINDOW_SECONDS + 60, Math.min(end - 15 * 60, minutes[0]?.t ?? end));
+  const first = Math.max(end - WINDOW_SECONDS + 60, Math.floor(since / 60) * 60);
   for (let t = first; t <= end; t += 60) {
     const m = byMinute.get(t);
     xs.push(t);
@@ -129,6 +136,10 @@ export function throughputSeries(now = Date.now()): [number[], number[], number[
     completed.push(m?.completed ?? 0);
     failed.push(m?.failed ?? 0);
   }
+  xs.push(end + 60);
+  created.push(created[created.length - 1] ?? 0);
+  completed.push(completed[completed.length - 1] ?? 0);
+  failed.push(failed[failed.length - 1] ?? 0);
   return [xs, created, completed, failed];
 }
 

@@ -169,15 +169,16 @@ describe('dashboard', { timeout: 180_000 }, () => {
     const cron = dialog.getByLabel(/Cron expression/);
     await cron.fill('0 30 2 * * *');
     const preview = dialog.getByTestId('schedule-preview');
-    await preview.locator('li').nth(4).waitFor();
-    const runs = await preview.locator('li').allTextContents();
+    const runsOf = (expression: string) => preview.locator(`ol[data-for="${expression} @ Europe/Kyiv"] li`);
+    await runsOf('0 30 2 * * *').nth(4).waitFor();
+    const runs = await runsOf('0 30 2 * * *').allTextContents();
     assert.equal(runs.length, 5);
     for (const run of runs) assert.match(run, /02:30:00/, 'fire times are shown in the schedule\'s zone');
 
     await cron.fill('0 0 25 * * *');
     await preview.locator('.form-error').waitFor();
     await cron.fill('0 30 2 * * *');
-    await preview.locator('li').nth(4).waitFor();
+    await runsOf('0 30 2 * * *').nth(4).waitFor();
     await d.screenshot('schedule-new');
 
     await dialog.getByRole('button', { name: 'Create schedule' }).click();

@@ -11,6 +11,8 @@ interface Preview {
   state: 'idle' | 'loading' | 'ok' | 'error' | 'unavailable';
   runs: string[];
   message: string | null;
+  /** The expression and zone the shown runs belong to (the input may be ahead of them). */
+  of: string;
 }
 
 function timeZones(): string[] {
@@ -24,21 +26,22 @@ function timeZones(): string[] {
 
 /** The next fire times of an unsaved expression, asked of the server as the user types. */
 function usePreview(cron: string, timezone: string): Preview {
-  const [preview, setPreview] = useState<Preview>({ state: 'idle', runs: [], message: null });
+  const [preview, setPreview] = useState<Preview>({ state: 'idle', runs: [], message: null, of: '' });
   useEffect(() => {
     if (!cron.trim()) {
-      setPreview({ state: 'idle', runs: [], message: null });
+      setPreview({ state: 'idle', runs: [], message: null, of: '' });
       return;
     }
     const abort = new AbortController();
     setPreview((p) => ({ ...p, state: 'loading' }));
+    const of = `${cron.trim()} @ ${timezone.trim() || 'UTC'}`;
     const timer = setTimeout(() => {
       api<{ next_runs: string[] }>('POST', '/schedules/preview', { body: { cron_expression: cron.trim(), timezone: timezone.trim() || 'UTC', count: PREVIEW_COUNT }, signal: abort.signal }).then(
-        (result) => setPreview({ state: 'ok', runs: result.next_runs, message: null }),
+        (result) => setPreview({ state: 'ok', runs: result.next_runs, message: null, of }),
         (err: unknown) => {
           if (abort.signal.aborted) return;
-          if (err instanceof ApiError && err.missingEndpoint) setPreview({ state: 'unavailable', runs: [], message: 'This server cannot preview fire times.' });
-          else setPreview({ state: 'error', runs: [], message: errorMessage(err) });
+          if (err instanceof ApiError && err.missingEndpoint) setPreview({ state: 'unavailable', runs: [], message: 'This server cannot preview fire times.', of });
+          else setPreview({ state: 'error', runs: [], message: errorMessage(err), of });
         },
       );
     }, PREVIEW_DELAY_MS);
@@ -59,7 +62,7 @@ function PreviewList({ preview, timezone }: { preview: Preview; timezone: string
       {preview.state === 'loading' && preview.runs.length === 0 ? <p class="muted">Computing…</p> : null}
       {preview.state === 'error' || preview.state === 'unavailable' ? <p class={preview.state === 'error' ? 'form-error' : 'muted'}>{preview.message}</p> : null}
       {preview.runs.length > 0 && preview.state !== 'error' ? (
-        <ol class="preview-runs">
+        <ol class="preview-runs" data-for={preview.of}>
           {preview.runs.map((run) => (
             <li key={run}><span>{formatInZone(run, zone)}</span> <span class="muted small">({formatRelative(run)})</span></li>
           ))}

@@ -15,7 +15,7 @@ import { tmpdir } from 'node:os';
 import { join, relative } from 'node:path';
 import pg from 'pg';
 import { createPool, migrate } from '@spool/engine';
-import { startEmbeddedPostgres, type EmbeddedPostgres } from '@spool/server';
+import { dashboardAssets, startEmbeddedPostgres, type EmbeddedPostgres } from '@spool/server';
 
 const root = new URL('..', import.meta.url).pathname;
 
@@ -40,6 +40,10 @@ async function main(): Promise<number> {
     console.error('no test files matched');
     return 1;
   }
+
+  // Build the dashboard once here if it is missing, rather than in every test process that starts a server.
+  const dashboard = await dashboardAssets().ensure({ info: (m) => console.error(`[test] ${m}`), error: (m) => console.error(`[test] ${m}`) });
+  if (dashboard.kind === 'failed') console.error('[test] the dashboard could not be built; its tests will fail');
 
   let embedded: EmbeddedPostgres | null = null;
   let tmp: string | null = null;

@@ -23,6 +23,8 @@ import { realtimeRoutes } from './realtime/routes.js';
 import { dependencyRoutes } from './routes/dependencies.js';
 import { healthRoutes } from './routes/health.js';
 import { incomingWebhookRoutes } from './routes/incoming-webhooks.js';
+import { dashboardUiRoutes } from './routes/dashboard-ui.js';
+import { jobHistoryRoutes } from './routes/job-history.js';
 import { jobRoutes } from './routes/jobs.js';
 import { jobBulkRoutes } from './routes/jobs-bulk.js';
 import { jobDlqRoutes } from './routes/jobs-dlq.js';
@@ -52,6 +54,7 @@ export interface AppContext {
 /** Route modules behind API-key/JWT authentication, mounted under /api/v1. */
 const AUTHENTICATED_ROUTES: ((app: FastifyInstance, ctx: AppContext) => void)[] = [
   jobRoutes,
+  jobHistoryRoutes,
   jobBulkRoutes,
   jobWorkerRoutes,
   jobDlqRoutes,
@@ -166,5 +169,6 @@ export async function buildApp(ctx: AppContext): Promise<FastifyInstance> {
     scope.addHook('onRequest', limits.byIp);
     for (const routes of PUBLIC_API_ROUTES) routes(scope, ctx);
   }, { prefix: '/api/v1' });
+  await dashboardUiRoutes(app, ctx);
   return app;
 }

@@ -1,0 +1,93 @@
+import type { JSX } from 'preact';
+import { useEffect, useRef } from 'preact/hooks';
+import uPlot from 'uplot';
+import 'uplot/dist/uPlot.min.css';
+
+export interface ChartSeries {
+  label: string;
+  /** A CSS custom property of the theme (e.g. `--c-completed`); canvas needs the resolved colour. */
+  color: string;
+  /** Formats a value for the legend and the axis. */
+  format?: (value: number) => string;
+}
+
+/** Tick steps for counts: whole numbers only. */
+const INTEGER_STEPS = [1, 2, 5, 10, 20, 50, 100, 200, 500, 1e3, 2e3, 5e3, 1e4, 2e4, 5e4, 1e5, 2e5, 5e5, 1e6, 1e7, 1e8];
+const timeOfDay = new Intl.DateTimeFormat(undefined, { hour: '2-digit', minute: '2-digit', second: '2-digit' });
+
+interface ChartProps {
+  title: string;
+  series: ChartSeries[];
+  /** [unix seconds[], ...one array per series] */
+  data: [number[], ...(number | null)[][]];
+  height?: number;
+  /** Draw points as steps (per-minute counts) instead of lines. */
+  stepped?: boolean;
+  /** Values are counts: ticks on whole numbers. */
+  integer?: boolean;
+}
+
+function resolveColor(color: string, element: Element): string {
+  if (!color.startsWith('--')) return color;
+  return getComputedStyle(element).getPropertyValue(color).trim() || '#888';
+}
+
+function options(props: ChartProps, width: number, element: Element): uPlot.Options {
+  const axisColor = resolveColor('--fg-muted', element);
+  const gridColor = resolveColor('--border', element);
+  const format = props.series[0]?.format ?? ((v: number) => String(v));
+  const axis: uPlot.Axis = { stroke: axisColor, grid: { stroke: gridColor, width: 1 }, ticks: { stroke: gridColor, width: 1 } };
+  return {
+    width,
+    height: props.height ?? 180,
+    legend: { live: true },
+    cursor: { drag: { x: false, y: false } },
+    scales: { x: { time: true }, y: { range: (_u, min, max) => [Math.min(0, min ?? 0), Math.max(1, (max ?? 1) * 1.1)] } },
+    axes: [axis, { ...axis, size: 56, ...(props.integer ? { incrs: INTEGER_STEPS } : {}), values: (_u, values) => values.map((v) => format(v)) }],
+    series: [
+      { label: 'time', value: (_u: uPlot, v: number | null) => (v === null ? '' : timeOfDay.format(new Date(v * 1000))) },
+      ...props.series.map((s) => ({
+        label: s.label,
+        stroke: resolveColor(s.color, element),
+        width: 2,
+        points: { show: false },
+        value: (_u: uPlot, v: number | null) => (v === null ? '—' : (s.format ?? String)(v)),
+        ...(props.stepped ? { paths: uPlot.paths.stepped!({ align: 1 }), fill: `${resolveColor(s.color, element)}22` } : {}),
+      })),
+    ],
+  };
+}
+
+/** A time-series chart (uPlot: ~50 kB, canvas, fast with thousands of points). */
+export function Chart(props: ChartProps): JSX.Element {
+  const container = useRef<HTMLDivElement>(null);
+  const plot = useRef<uPlot | null>(null);
+
+  useEffect(() => {
+    const element = container.current;
+    if (!element) return;
+    const u = new uPlot(options(props, element.clientWidth || 300, element), props.data as uPlot.AlignedData, element);
+    plot.current = u;
+    const observer = new ResizeObserver(() => {
+      const width = element.clientWidth;
+      if (width > 0 && width !== u.width) u.setSize({ width, height: props.height ?? 180 });
+    });
+    observer.observe(element);
+    return () => {
+      observer.disconnect();
+      u.destroy();
+      plot.current = null;
+    };
+  }, [props.series.map((s) => s.label).join('|')]);
+
+  useEffect(() => {
+    plot.current?.setData(props.data as uPlot.AlignedData);
+  }, [props.data]);
+
+  return (
+    <figure class="chart">
+      <figcaption>{props.title}</figcaption>
+      <div ref={container} class="chart-canvas" />
+    </figure>
+  );
+}

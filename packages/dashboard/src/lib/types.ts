@@ -1,0 +1,207 @@
+/** Wire shapes the dashboard reads (CONTRACT §3). Only the fields it uses. */
+
+export type JobStatus = 'pending' | 'scheduled' | 'processing' | 'completed' | 'failed' | 'deadletter' | 'cancelled';
+export const JOB_STATUSES: JobStatus[] = ['pending', 'scheduled', 'processing', 'completed', 'failed', 'deadletter', 'cancelled'];
+
+export interface JobSummary {
+  id: string;
+  queue_name: string;
+  status: JobStatus;
+  priority: number;
+  retry_count: number;
+  created_at: string;
+  scheduled_at: string | null;
+  started_at: string | null;
+  completed_at: string | null;
+}
+
+export interface Job extends JobSummary {
+  organization_id: string;
+  payload: unknown;
+  result: unknown;
+  max_retries: number;
+  last_error: string | null;
+  expires_at: string | null;
+  tags: Record<string, unknown> | null;
+  timeout_seconds: number;
+  assigned_worker_id: string | null;
+  lease_id: string | null;
+  lease_expires_at: string | null;
+  idempotency_key: string | null;
+  updated_at: string;
+  workflow_id: string | null;
+  dependency_mode: string | null;
+  dependencies_met: boolean | null;
+  parent_job_id: string | null;
+}
+
+export interface HistoryEntry {
+  id: number;
+  event: string;
+  from_status: JobStatus | null;
+  to_status: JobStatus | null;
+  worker_id: string | null;
+  lease_id: string | null;
+  message: string | null;
+  created_at: string;
+}
+
+export interface JobStats {
+  pending: number;
+  scheduled: number;
+  processing: number;
+  completed: number;
+  failed: number;
+  deadletter: number;
+  cancelled: number;
+  total: number;
+}
+
+export interface QueueSummary {
+  queue_name: string;
+  max_retries: number;
+  default_timeout: number;
+  rate_limit: number | null;
+  enabled: boolean;
+}
+
+export interface QueueConfig extends QueueSummary {
+  settings: unknown;
+  paused_at?: string | null;
+  pause_reason?: string | null;
+  backoff_base_ms?: number;
+  backoff_max_ms?: number;
+  backoff_jitter_ms?: number;
+  concurrency_limit?: number | null;
+}
+
+export interface QueueStats {
+  queue_name: string;
+  pending_jobs: number;
+  processing_jobs: number;
+  completed_jobs_24h: number;
+  failed_jobs_24h: number;
+  avg_processing_time_ms: number | null;
+  max_job_age_seconds: number | null;
+  active_workers: number;
+  scheduled_jobs?: number;
+  paused?: boolean;
+}
+
+export interface Dashboard {
+  system: { version: string; uptime_seconds: number; environment: string };
+  jobs: { total: number; pending: number; processing: number; completed_24h: number; failed_24h: number; deadletter: number; avg_wait_time_ms: number | null; avg_processing_time_ms: number | null };
+  queues: { name: string; pending: number; processing: number; paused: boolean }[];
+  workers: { total: number; healthy: number; unhealthy: number };
+  recent_activity: { jobs_created_1h: number; jobs_completed_1h: number; jobs_failed_1h: number };
+}
+
+export interface WorkerSummary {
+  id: string;
+  queue_name: string;
+  hostname: string;
+  status: 'healthy' | 'degraded' | 'draining' | 'offline';
+  current_jobs: number;
+  max_concurrency: number;
+  last_heartbeat: string | null;
+}
+
+export interface Worker extends WorkerSummary {
+  queue_names?: string[] | null;
+  worker_type: string | null;
+  metadata: unknown;
+  version: string | null;
+  registered_at: string;
+}
+
+export interface Schedule {
+  id: string;
+  name: string;
+  description: string | null;
+  cron_expression: string;
+  timezone: string;
+  queue_name: string;
+  payload_template: unknown;
+  priority: number;
+  max_retries: number;
+  timeout_seconds: number;
+  is_active: boolean;
+  last_run_at: string | null;
+  next_run_at: string | null;
+  run_count: number;
+  created_at: string;
+}
+
+export interface ScheduleRun {
+  id: string;
+  schedule_id: string;
+  job_id: string | null;
+  status: string;
+  error_message: string | null;
+  started_at: string;
+  completed_at: string | null;
+}
+
+export interface Workflow {
+  id: string;
+  name: string;
+  description: string | null;
+  status: 'pending' | 'running' | 'completed' | 'failed' | 'cancelled';
+  total_jobs: number;
+  completed_jobs: number;
+  failed_jobs: number;
+  progress_percent: number;
+  created_at: string;
+  started_at: string | null;
+  completed_at: string | null;
+}
+
+export interface WorkflowJob {
+  id: string;
+  key: string;
+  queue_name: string;
+  status: JobStatus;
+  depends_on: string[];
+  error: string | null;
+  attempt: number;
+}
+
+export interface ApiKey {
+  id: string;
+  name: string;
+  queues: string[];
+  rate_limit: number | null;
+  is_active: boolean;
+  created_at: string;
+  last_used: string | null;
+  expires_at: string | null;
+}
+
+export interface Webhook {
+  id: string;
+  name: string;
+  url: string;
+  events: string[];
+  enabled: boolean;
+  failure_count: number;
+  last_triggered_at: string | null;
+  last_status: string | null;
+  created_at: string;
+}
+
+export interface Delivery {
+  id: string;
+  event: string;
+  status: string;
+  status_code: number | null;
+  error: string | null;
+  attempts: number;
+  created_at: string;
+  delivered_at: string | null;
+  response_body: string | null;
+}
+
+export const WEBHOOK_EVENTS = [
+  'job.created', 'job.started', 'job.completed', 'job.failed', 'job.cancelled',
+  'queue.paused', 'queue.resumed', 'worker.registered', 'worker.deregistered', 'schedule.triggered',
+];

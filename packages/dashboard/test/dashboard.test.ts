@@ -1,0 +1,278 @@
+/**
+ * The dashboard end to end: Debian's chromium (headless, through
+ * playwright-core) against a real Spool server over a real database. One
+ * browser for the file; one context per scenario. Every scenario fails on
+ * console errors and saves screenshots under packages/dashboard/test-artifacts/.
+ */
+import assert from 'node:assert/strict';
+import { after, before, describe, it } from 'node:test';
+import type { Browser, Page } from 'playwright-core';
+import { startTestServer, type TestServer } from '../../../test-support/server.js';
+import { launchBrowser, openDashboard, signIn, waitForLive, type DashboardPage } from './browser.js';
+
+let server: TestServer;
+let browser: Browser;
+const open: DashboardPage[] = [];
+
+before(async () => {
+  [server, browser] = await Promise.all([startTestServer('dashboard'), launchBrowser()]);
+});
+after(async () => {
+  await Promise.all(open.map((d) => d.close().catch(() => {})));
+  await browser?.close();
+  await server?.close();
+});
+
+const api = async (method: string, path: string, body?: unknown, auth?: string) => {
+  const res = await server.request(method, `/api/v1${path}`, { body, auth });
+  assert.ok(res.status < 300, `${method} ${path} → ${res.status} ${res.text}`);
+  return res.body;
+};
+
+async function dashboard(viewport?: { width: number; height: number }): Promise<DashboardPage> {
+  const d = await openDashboard(browser, server.url, viewport);
+  open.push(d);
+  return d;
+}
+
+/** Dashboard signed in with the organization's key, on `path`. */
+async function signedIn(path = '/'): Promise<DashboardPage> {
+  const d = await dashboard();
+  await signIn(d.page, server.apiKey);
+  if (path !== '/') await d.page.goto(path);
+  return d;
+}
+
+/** Enqueues, runs and fails a few dozen jobs over the API, as a worker would. */
+async function traffic(): Promise<void> {
+  for (const [queue, count, failEvery] of [['emails', 30, 6], ['thumbnails', 18, 0]] as const) {
+    await api('POST', '/jobs/bulk', { queue_name: queue, default_max_retries: 0, jobs: Array.from({ length: count }, (_, i) => ({ payload: { i } })) });
+    const { jobs } = await api('POST', '/jobs/claim', { queue_name: queue, worker_id: `${queue}-worker`, limit: count - 5 });
+    for (const [i, job] of (jobs as { id: string; lease_id: string }[]).entries()) {
+      const failed = failEvery > 0 && i % failEvery === 0;
+      await api('POST', `/jobs/${job.id}/${failed ? 'fail' : 'complete'}`, { worker_id: `${queue}-worker`, lease_id: job.lease_id, ...(failed ? { error: 'SMTP 451: try again later' } : { result: { ok: true } }) });
+    }
+  }
+}
+
+async function heading(page: Page, name: string): Promise<void> {
+  await page.getByRole('heading', { level: 1, name }).waitFor();
+}
+
+describe('dashboard', { timeout: 180_000 }, () => {
+  it('signs in with an API key, keeps the session across reloads, and signs out', async () => {
+    const d = await dashboard();
+    const { page } = d;
+    await page.goto('/jobs?status=failed');
+    await page.getByRole('heading', { name: 'Sign in' }).waitFor();
+    await page.getByLabel('API key').fill('sk_test_not-a-real-key-at-all-000000000000000');
+    await page.getByRole('button', { name: 'Sign in' }).click();
+    await page.getByRole('alert').filter({ hasText: 'not valid' }).waitFor();
+
+    await page.getByLabel('API key').fill(server.apiKey);
+    await page.getByRole('button', { name: 'Sign in' }).click();
+    await heading(page, 'Jobs');
+    assert.equal(await page.getByLabel('Status').inputValue(), 'failed', 'the URL\'s filter survives sign-in');
+    const stored = await page.evaluate(() => sessionStorage.getItem('spool.session') ?? '');
+    assert.match(stored, /"kind":"jwt"/, 'the key was exchanged for a JWT session');
+    assert.ok(!stored.includes(server.apiKey), 'the API key itself is not stored');
+
+    await page.reload();
+    await heading(page, 'Jobs');
+    await page.getByRole('button', { name: 'Sign out' }).click();
+    await page.getByRole('heading', { name: 'Sign in' }).waitFor();
+    assert.equal(await page.evaluate(() => sessionStorage.getItem('spool.session')), null);
+    // The failed sign-in is a 401 the browser reports on its own.
+    d.assertNoConsoleErrors([/status of 401/]);
+  });
+
+  it('shows a job enqueued through the API without reloading, then its timeline as it runs', async () => {
+    const d = await signedIn('/jobs?queue=live-q');
+    const { page } = d;
+    await waitForLive(page);
+    await page.getByText('No jobs match').waitFor();
+    await page.evaluate(() => ((window as unknown as { marker: number }).marker = 42));
+
+    const { id } = await api('POST', '/jobs', { queue_name: 'live-q', payload: { hello: 'dashboard' }, tags: { team: 'ui' } });
+    const row = page.locator(`tr[data-job-id="${id}"]`);
+    await row.waitFor();
+    assert.equal(await page.evaluate(() => (window as unknown as { marker?: number }).marker), 42, 'the page was not reloaded');
+    assert.equal(await row.locator('[data-status]').textContent(), 'pending');
+
+    await row.getByRole('link').click();
+    await heading(page, `Job ${id.slice(-8)}`);
+    await page.getByText('"hello": "dashboard"').waitFor();
+    const timeline = page.getByTestId('timeline');
+    await timeline.locator('[data-event="create"]').waitFor();
+
+    const [claimed] = (await api('POST', '/jobs/claim', { queue_name: 'live-q', worker_id: 'ui-worker' })).jobs;
+    await api('POST', `/jobs/${id}/complete`, { worker_id: 'ui-worker', lease_id: claimed.lease_id, result: { ok: true } });
+    await timeline.locator('[data-event="complete"]').waitFor();
+    assert.deepEqual(await timeline.locator('[data-event]').evaluateAll((items) => items.map((i) => i.getAttribute('data-event'))), ['create', 'claim', 'complete']);
+    await page.getByText('"ok": true').waitFor();
+    await d.screenshot('job-detail');
+    d.assertNoConsoleErrors();
+  });
+
+  it('replays a dead-lettered job from the dead-letter page', async () => {
+    const { id } = await api('POST', '/jobs', { queue_name: 'dlq-q', payload: { n: 1 }, max_retries: 0 });
+    const [claimed] = (await api('POST', '/jobs/claim', { queue_name: 'dlq-q', worker_id: 'w-dlq' })).jobs;
+    await api('POST', `/jobs/${id}/fail`, { worker_id: 'w-dlq', lease_id: claimed.lease_id, error: 'smtp timeout after 30 s' });
+    assert.equal((await api('GET', `/jobs/${id}`)).status, 'deadletter');
+
+    const d = await signedIn('/dead-letters?queue=dlq-q');
+    const { page } = d;
+    const row = page.locator(`tr[data-job-id="${id}"]`);
+    await row.getByRole('button', { name: 'Inspect' }).click();
+    await page.locator('.inspect').getByText('smtp timeout after 30 s').waitFor();
+    await d.screenshot('dead-letters');
+
+    await row.getByRole('button', { name: 'Replay' }).click();
+    const dialog = page.getByRole('dialog', { name: 'Replay dead letters?' });
+    await dialog.getByRole('button', { name: 'Replay' }).click();
+    await page.getByText('No dead letters').waitFor();
+    const job = await api('GET', `/jobs/${id}`);
+    assert.equal(job.status, 'pending');
+    assert.equal(job.retry_count, 0);
+    d.assertNoConsoleErrors();
+  });
+
+  it('pauses and resumes a queue', async () => {
+    await api('PUT', '/queues/pause-q/config', { max_retries: 2 });
+    await api('POST', '/jobs', { queue_name: 'pause-q', payload: {} });
+    const d = await signedIn('/queues');
+    const { page } = d;
+    const row = page.locator('tr[data-queue="pause-q"]');
+    await row.getByRole('button', { name: 'Pause' }).click();
+    const dialog = page.getByRole('dialog', { name: 'Pause pause-q?' });
+    await dialog.getByLabel('Reason (optional)').fill('deploying');
+    await dialog.getByRole('button', { name: 'Pause queue' }).click();
+    await row.locator('[data-status="paused"]').waitFor();
+    assert.equal((await api('GET', '/queues/pause-q')).enabled, false);
+    assert.deepEqual((await api('POST', '/jobs/claim', { queue_name: 'pause-q', worker_id: 'w' })).jobs, [], 'a paused queue hands out nothing');
+    await d.screenshot('queues');
+
+    await row.getByRole('button', { name: 'Resume' }).click();
+    await row.locator('[data-status="active"]').waitFor();
+    assert.equal((await api('GET', '/queues/pause-q')).enabled, true);
+    d.assertNoConsoleErrors();
+  });
+
+  it('creates a schedule with a live preview of its next fire times', async () => {
+    const d = await signedIn('/schedules');
+    const { page } = d;
+    await page.getByRole('button', { name: 'New schedule' }).click();
+    const dialog = page.getByRole('dialog', { name: 'New schedule' });
+    await dialog.getByLabel('Name').fill('nightly report');
+    await dialog.getByLabel('Queue').fill('reports');
+    await dialog.getByLabel('Time zone').fill('Europe/Kyiv');
+    const cron = dialog.getByLabel(/Cron expression/);
+    await cron.fill('0 30 2 * * *');
+    const preview = dialog.getByTestId('schedule-preview');
+    const runsOf = (expression: string) => preview.locator(`ol[data-for="${expression} @ Europe/Kyiv"] li`);
+    await runsOf('0 30 2 * * *').nth(4).waitFor();
+    const runs = await runsOf('0 30 2 * * *').allTextContents();
+    assert.equal(runs.length, 5);
+    for (const run of runs) assert.match(run, /02:30:00/, 'fire times are shown in the schedule\'s zone');
+
+    await cron.fill('0 0 25 * * *');
+    await preview.locator('.form-error').waitFor();
+    await cron.fill('0 30 2 * * *');
+    await runsOf('0 30 2 * * *').nth(4).waitFor();
+    await d.screenshot('schedule-new');
+
+    await dialog.getByRole('button', { name: 'Create schedule' }).click();
+    await heading(page, 'nightly report');
+    const [schedule] = await api('GET', '/schedules');
+    assert.equal(schedule.name, 'nightly report');
+    assert.equal(schedule.cron_expression, '0 30 2 * * *');
+    assert.equal(schedule.timezone, 'Europe/Kyiv');
+
+    await page.getByRole('button', { name: 'Trigger now' }).click();
+    await page.locator('.card').filter({ hasText: 'Run history' }).locator('tbody tr').first().waitFor();
+    d.assertNoConsoleErrors([/status of 400/]);
+  });
+
+  it('ends the session when its API key is revoked', async () => {
+    const created = await api('POST', '/api-keys', { name: 'revoke me' });
+    const d = await dashboard();
+    const { page } = d;
+    await signIn(page, created.key);
+    await page.goto('/settings');
+    const row = page.locator(`tr[data-key-id="${created.id}"]`);
+    await row.getByText('this session').waitFor();
+    await d.screenshot('settings');
+    await row.getByRole('button', { name: 'Revoke' }).click();
+    const dialog = page.getByRole('dialog', { name: 'Revoke revoke me?' });
+    await dialog.getByText('revoking it signs you out').waitFor();
+    await dialog.getByRole('button', { name: 'Revoke key' }).click();
+    await page.getByTestId('session-ended').waitFor();
+    await page.getByRole('heading', { name: 'Sign in' }).waitFor();
+    assert.equal((await server.request('GET', '/api/v1/jobs/stats', { auth: created.key })).status, 401);
+    d.assertNoConsoleErrors([/status of 401/]);
+  });
+
+  it('renders every page, on a wide and a narrow screen', async () => {
+    await api('POST', '/workers/register', { queue_name: 'live-q', hostname: 'worker-1.local', max_concurrency: 8 });
+    const workflow = await server.request('POST', '/api/v1/workflows', {
+      body: {
+        name: 'etl',
+        jobs: [
+          { key: 'extract', queue_name: 'etl', payload: {} },
+          { key: 'transform', queue_name: 'etl', payload: {}, depends_on: ['extract'] },
+          { key: 'load', queue_name: 'etl', payload: {}, depends_on: ['transform'] },
+          { key: 'notify', queue_name: 'etl', payload: {}, depends_on: ['extract'] },
+        ],
+      },
+    });
+    assert.ok(workflow.status === 200 || workflow.status === 201, workflow.text);
+
+    const d = await signedIn('/');
+    const { page } = d;
+    const pages: [string, string, string][] = [
+      ['/', 'Overview', 'overview'],
+      ['/queues', 'Queues', 'queues-list'],
+      ['/jobs', 'Jobs', 'jobs'],
+      ['/dead-letters', 'Dead letters', 'dead-letters-empty'],
+      ['/schedules', 'Schedules', 'schedules'],
+      ['/workers', 'Workers', 'workers'],
+      ['/workflows', 'Workflows', 'workflows'],
+      [`/workflows/${workflow.body.workflow_id}`, 'etl', 'workflow-dag'],
+      ['/settings', 'Settings', 'settings-full'],
+    ];
+    for (const [path, title, name] of pages) {
+      await page.getByRole('navigation', { name: 'Sections' }).getByRole('link', { name: 'Overview' }).waitFor();
+      await page.goto(path);
+      await heading(page, title);
+      await page.locator('.loading').first().waitFor({ state: 'detached' });
+      if (name === 'workflow-dag') {
+        await page.locator('.dag-node').nth(3).waitFor();
+        const keys = await page.locator('.dag-node').evaluateAll((nodes) => nodes.map((n) => n.getAttribute('data-key')).sort());
+        assert.deepEqual(keys, ['extract', 'load', 'notify', 'transform']);
+        assert.equal(await page.locator('.dag-edge').count(), 3);
+      }
+      await d.screenshot(name);
+    }
+
+    // Some traffic while the Overview is open, so its charts have something to draw.
+    await page.goto('/');
+    await page.locator('.tile').first().waitFor();
+    await waitForLive(page);
+    await traffic();
+    await page.waitForTimeout(5500);
+    await d.screenshot('overview');
+    d.assertNoConsoleErrors();
+
+    const narrow = await dashboard({ width: 390, height: 844 });
+    await signIn(narrow.page, server.apiKey);
+    await heading(narrow.page, 'Overview');
+    assert.equal(await narrow.page.getByRole('navigation', { name: 'Sections' }).isVisible(), false, 'the menu is folded away');
+    await narrow.page.getByRole('button', { name: 'Menu' }).click();
+    await narrow.page.getByRole('navigation', { name: 'Sections' }).getByRole('link', { name: 'Jobs' }).click();
+    await heading(narrow.page, 'Jobs');
+    const overflow = await narrow.page.evaluate(() => document.documentElement.scrollWidth - document.documentElement.clientWidth);
+    assert.ok(overflow <= 1, `the page does not scroll sideways (${overflow}px)`);
+    await narrow.screenshot('narrow-jobs');
+    narrow.assertNoConsoleErrors();
+  });
+});

@@ -23,3 +23,4 @@ export * from './ops/api-key.js';
 export * from './ops/organization-create.js';
 export * from './ops/job-read.js';
 export * from './ops/worker.js';
+export * from './ops/metrics.js';

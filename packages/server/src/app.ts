@@ -19,6 +19,8 @@ import { jobDlqRoutes } from './routes/jobs-dlq.js';
 import { jobWorkerRoutes } from './routes/jobs-worker.js';
 import { queueRoutes } from './routes/queues.js';
 import { workerRoutes } from './routes/workers.js';
+import { metricsRoutes } from './routes/metrics.js';
+import type { SpoolMetrics } from './metrics/spool-metrics.js';
 
 /** What route handlers need; built once by the runtime. */
 export interface AppContext {
@@ -33,6 +35,7 @@ export interface AppContext {
   claimWaiters: ClaimWaiters;
   /** Group commit for single enqueues. */
   enqueueBatcher: EnqueueBatcher;
+  metrics: SpoolMetrics;
 }
 
 /** Route modules behind API-key/JWT authentication, mounted under /api/v1. */
@@ -67,6 +70,7 @@ export async function buildApp(ctx: AppContext): Promise<FastifyInstance> {
   // Before the listener stops and in-flight requests are awaited: waiting
   // long polls answer now instead of holding shutdown for up to 30 s.
   app.addHook('preClose', async () => ctx.claimWaiters.close());
+  ctx.metrics.installHttpHooks(app);
   app.addHook('onSend', async (request, reply) => {
     reply.header('x-request-id', request.id);
     reply.header('x-api-version', '1');
@@ -87,6 +91,7 @@ export async function buildApp(ctx: AppContext): Promise<FastifyInstance> {
   await app.register(swaggerUi, { routePrefix: '/docs' });
 
   healthRoutes(app, ctx);
+  metricsRoutes(app, ctx);
   await app.register(async (scope) => {
     requireAuth(scope, ctx.db, ctx.tokens);
     for (const routes of AUTHENTICATED_ROUTES) routes(scope, ctx);

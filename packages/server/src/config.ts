@@ -17,6 +17,10 @@ export interface Config {
   logLevel: string;
   poolMax: number;
   environment: 'development' | 'production';
+  /** When set, GET /metrics wants `Authorization: Bearer <token>`; otherwise it is public (CONTRACT §3.1). */
+  metricsToken: string | null;
+  /** How often the cached queue aggregates behind /metrics refresh while scraped. */
+  metricsRefreshMs: number;
 }
 
 function int(env: NodeJS.ProcessEnv, name: string, fallback: number, min: number, max: number): number {
@@ -50,5 +54,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     logLevel: oneOf(env, 'LOG_LEVEL', ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const, 'info'),
     poolMax: int(env, 'DATABASE_POOL_MAX', 20, 1, 1000),
     environment: oneOf(env, 'SPOOL_ENV', ['development', 'production'] as const, env.NODE_ENV === 'production' ? 'production' : 'development'),
+    metricsToken: env.METRICS_TOKEN || null,
+    metricsRefreshMs: int(env, 'METRICS_REFRESH_MS', 5_000, 100, 600_000),
   };
 }

@@ -2,3 +2,4 @@ export * from './embedded-postgres.js';
 export * from './config.js';
 export * from './runtime.js';
 export * from './app.js';
+export * from './metrics/spool-metrics.js';

@@ -17,6 +17,7 @@ import { EnqueueBatcher } from './enqueue-batcher.js';
 import type { Config } from './config.js';
 import { startEmbeddedPostgres, type EmbeddedPostgres } from './embedded-postgres.js';
 import { TokenService } from './http/jwt.js';
+import { SpoolMetrics } from './metrics/spool-metrics.js';
 import { VERSION } from './version.js';
 
 export interface RunningSpool {
@@ -64,13 +65,16 @@ export async function startSpool(config: Config, options: StartOptions = {}): Pr
       else if (payload === '') promoter.wake();
     });
     await notifier.start();
-    services.push(notifier as unknown as Service, promoter, new LeaseReaper(db, { log }), new JobExpirer(db, { log }));
+    const maintenance = [promoter, new LeaseReaper(db, { log }), new JobExpirer(db, { log })];
+    services.push(notifier as unknown as Service, ...maintenance);
     for (const service of services.slice(1)) await service.start();
+    const metrics = new SpoolMetrics({ db, services: maintenance, refreshMs: config.metricsRefreshMs, log });
+    services.push(metrics);
 
     const tokens = await TokenService.create(db, config.jwtSecret);
     const claimWaiters = new ClaimWaiters(notifier);
     const enqueueBatcher = new EnqueueBatcher(db);
-    const app = await buildApp({ db, notifier, config, logger, tokens, startedAt: new Date(), version: VERSION, claimWaiters, enqueueBatcher });
+    const app = await buildApp({ db, notifier, config, logger, tokens, startedAt: new Date(), version: VERSION, claimWaiters, enqueueBatcher, metrics });
     const address = await app.listen({ host: config.host, port: config.port });
     const url = address.replace('0.0.0.0', '127.0.0.1').replace('[::]', '127.0.0.1');
     logger.info({ url }, 'Spool is listening');

@@ -13,7 +13,7 @@ export interface QueueGaugeRow {
   queue_name: string;
   status: GaugeStatus;
   count: number;
-  /** pending: oldest runnable since; scheduled: next due; processing: earliest lease expiry; deadletter: null. */
+  /** pending: when the oldest due job became runnable; null otherwise. */
   oldest: Date | null;
 }
 
@@ -27,8 +27,9 @@ export interface HistoryCountRow {
 }
 
 /**
- * Unfinished jobs and dead letters per organization and queue. Reads only the
- * partial indexes of unfinished statuses: cost O(unfinished jobs), not O(table).
+ * Unfinished jobs and dead letters per organization and queue (every queue
+ * that has any job, with zeros). Index probes per queue plus index-only
+ * counts: cost O(queues × log n + unfinished jobs), not O(table).
  */
 export async function metricsQueueGauges(db: Queryable): Promise<QueueGaugeRow[]> {
   return run<QueueGaugeRow>(db, queueGauges, []);

@@ -65,7 +65,7 @@ async function runSystem(sys: BenchSystem): Promise<void> {
     });
     await measure(name, 'S5', async () => {
       await sys.reset();
-      await sys.enqueueBulk(SIZES.drainJobs, SIZES.bulkBatch);
+      await sys.preload(SIZES.drainJobs, SIZES.bulkBatch);
       jobsPerS('S5', await sys.drain(SIZES.drainJobs, 4));
     });
     return;
@@ -77,7 +77,7 @@ async function runSystem(sys: BenchSystem): Promise<void> {
   for (const workers of [1, 2]) {
     await measure(name, `S3-${workers}w`, async () => {
       await sys.reset();
-      await sys.enqueueBulk(SIZES.drainJobs, SIZES.bulkBatch);
+      await sys.preload(SIZES.drainJobs, SIZES.bulkBatch);
       jobsPerS(`S3-${workers}w`, await sys.drain(SIZES.drainJobs, workers));
     });
   }
@@ -89,12 +89,12 @@ async function runSystem(sys: BenchSystem): Promise<void> {
     await measure(name, 'S6', async () => {
       await sys.reset();
       await retainFinished(sys, SIZES.retainedFinished);
-      await sys.enqueueBulk(SIZES.drainJobs, SIZES.bulkBatch);
+      await sys.preload(SIZES.drainJobs, SIZES.bulkBatch);
       jobsPerS('S6', await sys.drain(SIZES.drainJobs, 1));
     });
     await measure(name, 'S7', async () => {
       await sys.reset();
-      await sys.enqueueBulk(SIZES.drainJobs, SIZES.bulkBatch);
+      await sys.preload(SIZES.drainJobs, SIZES.bulkBatch);
       const holder = new pg.Client({ connectionString: spoolUrl });
       await holder.connect();
       try {

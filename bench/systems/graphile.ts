@@ -23,6 +23,7 @@ export class GraphileSystem implements BenchSystem {
 
   async setup(): Promise<void> {
     this.#pool = new pg.Pool({ connectionString: this.#url, max: 10 });
+    this.#pool.on('error', (err) => console.error('[graphile-worker pool]', err.message));
     this.#utils = await makeWorkerUtils({ pgPool: this.#pool });
     await this.#utils.migrate();
   }
@@ -44,6 +45,10 @@ export class GraphileSystem implements BenchSystem {
       await this.#utils.addJobs(specs);
     }
     return jobs / ((performance.now() - started) / 1000);
+  }
+
+  async preload(jobs: number, batch: number): Promise<void> {
+    await this.enqueueBulk(jobs, batch);
   }
 
   async #empty(): Promise<boolean> {

@@ -50,6 +50,10 @@ export class PgBossSystem implements BenchSystem {
     return jobs / ((performance.now() - started) / 1000);
   }
 
+  async preload(jobs: number, batch: number): Promise<void> {
+    await this.enqueueBulk(jobs, batch);
+  }
+
   async #done(): Promise<boolean> {
     const r = await this.#pool.query("SELECT NOT EXISTS (SELECT 1 FROM pgboss.job WHERE name = $1 AND state IN ('created', 'retry', 'active')) AS done", [QUEUE]);
     return r.rows[0].done as boolean;

@@ -68,6 +68,10 @@ export class PlainSqlSystem implements BenchSystem {
   }
 
   /** S5: `connections` loops of claim-100-and-complete until the queue is empty. */
+  async preload(jobs: number, batch: number): Promise<void> {
+    await this.enqueueBulk(jobs, batch);
+  }
+
   async drain(jobs: number, connections = 4): Promise<number> {
     await this.#pool.query('ANALYZE plain_jobs');
     const started = performance.now();

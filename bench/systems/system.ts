@@ -26,6 +26,8 @@ export interface BenchSystem {
   enqueueSingle(jobs: number, callers: number): Promise<number>;
   /** S2: `jobs` enqueued in batches of `batch`; jobs/s. Leaves the jobs for drain(). */
   enqueueBulk(jobs: number, batch: number): Promise<number>;
+  /** Loads `jobs` for a drain (untimed; the system's fastest bulk path). */
+  preload(jobs: number, batch: number): Promise<void>;
   /** S3: drains `jobs` already enqueued with `workers` worker processes; jobs/s. */
   drain(jobs: number, workers: number): Promise<number>;
   /** S4: enqueue-to-start latencies (ms) at `rate` jobs/s for `seconds`, one idle worker process. */

@@ -6,7 +6,7 @@
  */
 import { execFileSync } from 'node:child_process';
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
-import { cpus, platform, release, tmpdir, totalmem } from 'node:os';
+import { cpus, loadavg, platform, release, tmpdir, totalmem } from 'node:os';
 import { join } from 'node:path';
 import pg from 'pg';
 import { startEmbeddedPostgres } from '@spool/server';
@@ -28,7 +28,7 @@ const reps = Number(flag('reps') ?? 3);
 const only = flag('systems')?.split(',');
 
 const SIZES: Sizes = quick
-  ? { singleJobs: 800, singleCallers: 8, bulkJobs: 10_000, bulkBatch: 1000, drainJobs: 10_000, latencyRate: 200, latencySeconds: 2, retainedFinished: 100_000 }
+  ? { singleJobs: 500, singleCallers: 8, bulkJobs: 10_000, bulkBatch: 1000, drainJobs: 10_000, latencyRate: 200, latencySeconds: 2, retainedFinished: 20_000 }
   : { singleJobs: 8_000, singleCallers: 8, bulkJobs: 100_000, bulkBatch: 1000, drainJobs: 100_000, latencyRate: 200, latencySeconds: 15, retainedFinished: 1_000_000 };
 
 const PG_SETTINGS = ['server_version', 'fsync', 'synchronous_commit', 'full_page_writes', 'wal_level', 'shared_buffers', 'work_mem', 'maintenance_work_mem',
@@ -125,9 +125,11 @@ async function retainFinished(sys: SpoolSystem, rows: number): Promise<void> {
 }
 
 let spoolUrl = '';
+let loadAtStart = '';
 
 async function main(): Promise<void> {
   const startedAt = new Date();
+  loadAtStart = loadavg().map((l) => l.toFixed(2)).join(' ');
   const dir = mkdtempSync(join(tmpdir(), 'spool-bench-pg-'));
   console.error(`[bench] ${quick ? 'quick' : 'full'} run, ${reps} repetitions; PostgreSQL in ${dir}`);
   const embedded = await startEmbeddedPostgres({ dataDir: dir, database: 'postgres' });
@@ -206,6 +208,9 @@ function machine(): Record<string, string> {
     memory: `${Math.round(totalmem() / 2 ** 30)} GiB`,
     os: `${platform()} ${release()}`,
     'temp filesystem': disk.replace(/\s+/g, ' '),
+    // Other work on the machine skews every number; the load average says how much there was.
+    'load average (1/5/15 min) at start': loadAtStart,
+    'load average at end': loadavg().map((l) => l.toFixed(2)).join(' '),
   };
 }
 

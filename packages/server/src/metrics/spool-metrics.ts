@@ -1,6 +1,6 @@
 import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom-client';
 import type { FastifyInstance } from 'fastify';
-import type { Db, HistoryCountRow, LoopService, Service } from '@spool/engine';
+import type { CompleteOutcome, Db, HistoryCountRow, LoopService, Service } from '@spool/engine';
 import { QueueAggregates } from './aggregates.js';
 
 export interface SpoolMetricsOptions {
@@ -170,6 +170,14 @@ export class SpoolMetrics implements Service {
     for (const job of jobs) {
       if (!job.startedAt) continue;
       this.#child(this.#processingChildren, this.#processing, job.organizationId, job.queueName).observe(Math.max(0, job.completedAt.getTime() - job.startedAt.getTime()) / 1000);
+    }
+  }
+
+  /** `observeCompleted` for jobCompleteMany's outcomes (refused items are skipped). */
+  observeCompletedOutcomes(organizationId: string, outcomes: Iterable<CompleteOutcome>): void {
+    for (const outcome of outcomes) {
+      if (!outcome.ok || !outcome.startedAt) continue;
+      this.#child(this.#processingChildren, this.#processing, organizationId, outcome.queueName).observe(Math.max(0, outcome.completedAt.getTime() - outcome.startedAt.getTime()) / 1000);
     }
   }
 

@@ -8,7 +8,7 @@
  * a Markdown summary for docs/metrics.md.
  */
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { pino } from 'pino';
 import { createPool, migrate, metricsQueueGauges, organizationCreate } from '@spool/engine';
@@ -101,6 +101,8 @@ async function main(): Promise<void> {
         scrape_ms: { p50: percentile(scrapeTimes, 50), p95: percentile(scrapeTimes, 95), max: Math.max(...scrapeTimes), n: scrapeTimes.length },
         refresh_ms: { p50: percentile(refreshTimes, 50), max: Math.max(...refreshTimes), n: refreshTimes.length },
         body_bytes: bytes,
+        // Other work on the machine shows up in the tail latencies.
+        load_average: loadavg().map((l) => Number(l.toFixed(2))),
       };
       mkdirSync(new URL('./results/', import.meta.url), { recursive: true });
       writeFileSync(new URL('./results/metrics-scrape.json', import.meta.url), JSON.stringify(result, null, 2) + '\n');

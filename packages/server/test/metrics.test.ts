@@ -26,7 +26,7 @@ function sample(text: string, name: string, labels: Record<string, string>): num
   return undefined;
 }
 
-async function until<T>(probe: () => Promise<T | undefined>, ms = 5_000): Promise<T> {
+async function until<T>(probe: () => Promise<T | undefined>, ms = 15_000): Promise<T> {
   const deadline = Date.now() + ms;
   for (;;) {
     const value = await probe();

@@ -63,6 +63,23 @@ describe('GET /metrics', () => {
     assert.equal(createdCount, 1);
   });
 
+  it('observes claim latency and processing duration, and counts the completion', async () => {
+    await scrape(server);
+    const labels = { organization_id: server.organizationId, queue: 'metrics-done' };
+    await server.request('POST', '/api/v1/jobs', { body: { queue_name: 'metrics-done', payload: {} } });
+    const claimed = await server.request('POST', '/api/v1/jobs/claim', { body: { queue_name: 'metrics-done', worker_id: 'w1', limit: 10 } });
+    assert.equal(claimed.body.jobs.length, 1);
+    const job = claimed.body.jobs[0];
+    const done = await server.request('POST', `/api/v1/jobs/${job.id}/complete`, { body: { worker_id: 'w1', lease_id: job.lease_id } });
+    assert.equal(done.status, 200);
+    const text = (await scrape(server)).text;
+    assert.equal(sample(text, 'spooled_job_start_latency_seconds_count', labels), 1);
+    assert.equal(sample(text, 'spooled_job_processing_duration_seconds_count', labels), 1);
+    const completed = await until(async () => sample((await scrape(server)).text, 'spooled_job_transitions_total', { ...labels, status: 'completed' }));
+    assert.equal(completed, 1);
+    assert.equal(sample((await scrape(server)).text, 'spooled_jobs', { ...labels, status: 'processing' }), 0);
+  });
+
   it('does not show a queue of another organization under the wrong labels', async () => {
     const other = await server.createOrganization();
     await server.request('POST', '/api/v1/jobs', { body: { queue_name: 'shared-name', payload: {} }, auth: other.apiKey });

@@ -26,6 +26,8 @@ const flag = (name: string) => {
 };
 const reps = Number(flag('reps') ?? 3);
 const only = flag('systems')?.split(',');
+// --profile: load pg_stat_statements and write each database's costliest statements to bench/results/profile.md.
+const profile = argv.includes('--profile');
 
 const SIZES: Sizes = quick
   ? { singleJobs: 500, singleCallers: 8, bulkJobs: 10_000, bulkBatch: 1000, drainJobs: 10_000, latencyRate: 200, latencySeconds: 2, retainedFinished: 20_000 }
@@ -132,7 +134,7 @@ async function main(): Promise<void> {
   loadAtStart = loadavg().map((l) => l.toFixed(2)).join(' ');
   const dir = mkdtempSync(join(tmpdir(), 'spool-bench-pg-'));
   console.error(`[bench] ${quick ? 'quick' : 'full'} run, ${reps} repetitions; PostgreSQL in ${dir}`);
-  const embedded = await startEmbeddedPostgres({ dataDir: dir, database: 'postgres' });
+  const embedded = await startEmbeddedPostgres({ dataDir: dir, database: 'postgres', settings: profile ? { shared_preload_libraries: 'pg_stat_statements' } : {} });
   const admin = new pg.Client({ connectionString: embedded.adminUrl });
   await admin.connect();
   const urlFor = (db: string) => {
@@ -142,6 +144,14 @@ async function main(): Promise<void> {
   };
   for (const db of ['bench_spool', 'bench_graphile', 'bench_pgboss', 'bench_plain']) await admin.query(`CREATE DATABASE ${db}`);
   spoolUrl = urlFor('bench_spool');
+  if (profile) {
+    for (const db of ['postgres', 'bench_spool', 'bench_graphile', 'bench_pgboss', 'bench_plain']) {
+      const c = new pg.Client({ connectionString: urlFor(db) });
+      await c.connect();
+      await c.query('CREATE EXTENSION IF NOT EXISTS pg_stat_statements');
+      await c.end();
+    }
+  }
   const all: BenchSystem[] = [new SpoolSystem(spoolUrl), new GraphileSystem(urlFor('bench_graphile')), new PgBossSystem(urlFor('bench_pgboss')), new PlainSqlSystem(urlFor('bench_plain'))];
   const systems = all.filter((s) => !only || only.includes(s.name));
   const versions: Record<string, string> = { node: process.version };
@@ -168,6 +178,7 @@ async function main(): Promise<void> {
     const settings = await admin.query<{ name: string; setting: string; unit: string | null }>('SELECT name, setting, unit FROM pg_settings WHERE name = ANY($1) ORDER BY name', [PG_SETTINGS]);
     const pgSettings = settings.rows.map((s) => ({ name: s.name, setting: s.unit ? `${s.setting} (${s.unit})` : s.setting }));
     versions.postgresql = (await admin.query('SELECT version() AS v')).rows[0].v;
+    if (profile) await writeProfile(admin);
     const rows = results.rows();
     const resultsDir = new URL('./results/', import.meta.url);
     mkdirSync(resultsDir, { recursive: true });
@@ -193,6 +204,24 @@ async function main(): Promise<void> {
     await embedded.stop();
     rmSync(dir, { recursive: true, force: true });
   }
+}
+
+/** The 12 costliest statements per database, by total execution time. */
+async function writeProfile(admin: pg.Client): Promise<void> {
+  const r = await admin.query<{ datname: string; calls: number; total_ms: number; mean_ms: number; rows: number; query: string }>(`
+    SELECT d.datname, s.calls, round(s.total_exec_time::numeric, 1)::float8 AS total_ms, round(s.mean_exec_time::numeric, 3)::float8 AS mean_ms, s.rows,
+           regexp_replace(left(s.query, 160), '\\s+', ' ', 'g') AS query
+    FROM pg_stat_statements s JOIN pg_database d ON d.oid = s.dbid
+    WHERE d.datname LIKE 'bench_%'
+    ORDER BY d.datname, s.total_exec_time DESC`);
+  const out = ['# pg_stat_statements after `npm run bench ' + argv.join(' ') + '`', ''];
+  for (const db of [...new Set(r.rows.map((x) => x.datname))]) {
+    out.push(`## ${db}`, '', '| calls | total ms | mean ms | rows | statement |', '| --- | --- | --- | --- | --- |');
+    for (const x of r.rows.filter((y) => y.datname === db).slice(0, 12)) out.push(`| ${x.calls} | ${x.total_ms} | ${x.mean_ms} | ${x.rows} | \`${x.query.replace(/\|/g, '\\|')}\` |`);
+    out.push('');
+  }
+  mkdirSync(new URL('./results/', import.meta.url), { recursive: true });
+  writeFileSync(new URL('./results/profile.md', import.meta.url), out.join('\n'));
 }
 
 function machine(): Record<string, string> {

@@ -4,6 +4,7 @@ import { fileURLToPath } from 'node:url';
 /** Messages bench worker processes send to the harness. */
 export type WorkerMessage =
   | { type: 'ready' }
+  | { type: 'started' }
   | { type: 'done'; n: number }
   | { type: 'latency'; values: number[] }
   | { type: 'error'; message: string };
@@ -19,6 +20,8 @@ export class WorkerGroup {
   completed = 0;
   readonly latencies: number[] = [];
   #waiters: { target: number; resolve: () => void }[] = [];
+  #started = 0;
+  #onStarted: (() => void) | null = null;
   #failure: Error | null = null;
 
   static async start(script: string, count: number, env: Record<string, string>): Promise<WorkerGroup> {
@@ -48,7 +51,10 @@ export class WorkerGroup {
   }
 
   #onMessage(m: WorkerMessage): void {
-    if (m.type === 'done') {
+    if (m.type === 'started') {
+      this.#started += 1;
+      if (this.#started >= this.#children.length) this.#onStarted?.();
+    } else if (m.type === 'done') {
       this.completed += m.n;
       this.#waiters = this.#waiters.filter((w) => {
         if (this.completed < w.target) return true;
@@ -70,6 +76,16 @@ export class WorkerGroup {
 
   go(): void {
     for (const child of this.#children) child.send({ type: 'go' });
+  }
+
+  /** Sends `go` and resolves once every worker said it is consuming (listening or long-polling). */
+  async goAndWaitStarted(timeoutMs = 30_000): Promise<void> {
+    const started = new Promise<void>((resolve, reject) => {
+      this.#onStarted = resolve;
+      setTimeout(() => reject(new Error('workers did not start in time')), timeoutMs).unref();
+    });
+    this.go();
+    await started;
   }
 
   /** Resolves when `target` completions were reported (rejects on a worker error or after `timeoutMs`). */
@@ -99,7 +115,7 @@ export class WorkerGroup {
 }
 
 /** The child side: reports completions and latencies at most every 20 ms. */
-export function workerReporter(): { done(n: number): void; latency(ms: number): void; error(err: unknown): void; flush(): void } {
+export function workerReporter(): { started(): void; done(n: number): void; latency(ms: number): void; error(err: unknown): void; flush(): void } {
   let done = 0;
   let latencies: number[] = [];
   const flush = () => {
@@ -110,6 +126,9 @@ export function workerReporter(): { done(n: number): void; latency(ms: number): 
   };
   setInterval(flush, 20).unref();
   return {
+    started() {
+      process.send?.({ type: 'started' });
+    },
     done(n) {
       done += n;
     },

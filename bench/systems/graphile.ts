@@ -3,7 +3,7 @@ import pg from 'pg';
 import { makeWorkerUtils, type WorkerUtils } from 'graphile-worker';
 import { WorkerGroup } from '../lib/children.js';
 import { nowMs } from '../lib/http.js';
-import { concurrentCalls, paced, sleep, until, type BenchSystem } from './system.js';
+import { concurrentCalls, paced, until, type BenchSystem } from './system.js';
 
 /** graphile-worker: in-process library; addJob / addJobs from the harness, worker processes running `run()`. */
 export class GraphileSystem implements BenchSystem {
@@ -73,8 +73,7 @@ export class GraphileSystem implements BenchSystem {
   async latency(rate: number, seconds: number): Promise<number[]> {
     const group = await WorkerGroup.start('graphile-worker.ts', 1, { DATABASE_URL: this.#url });
     try {
-      group.go();
-      await sleep(1500); // run() migrates-checks, prepares and LISTENs before it is idle
+      await group.goAndWaitStarted();
       await paced(rate, seconds, async () => {
         await this.#utils.addJob('noop', { t: nowMs() });
       });

@@ -3,7 +3,7 @@ import pg from 'pg';
 import { PgBoss } from 'pg-boss';
 import { WorkerGroup } from '../lib/children.js';
 import { nowMs } from '../lib/http.js';
-import { concurrentCalls, paced, sleep, until, type BenchSystem } from './system.js';
+import { concurrentCalls, paced, until, type BenchSystem } from './system.js';
 
 const QUEUE = 'bench';
 
@@ -76,8 +76,7 @@ export class PgBossSystem implements BenchSystem {
   async latency(rate: number, seconds: number): Promise<number[]> {
     const group = await WorkerGroup.start('pgboss-worker.ts', 1, { DATABASE_URL: this.#url, QUEUE });
     try {
-      group.go();
-      await sleep(1500);
+      await group.goAndWaitStarted();
       await paced(rate, seconds, async () => {
         await this.#boss.send(QUEUE, { t: nowMs() });
       });

@@ -161,8 +161,7 @@ export class SpoolSystem implements BenchSystem {
     await this.#checkWorkerApi();
     const group = await WorkerGroup.start('spool-worker.ts', 1, { SPOOL_URL: this.url, API_KEY: this.#apiKey, QUEUE, LOOPS: '2', BATCH: '10', WAIT_MS: '5000' });
     try {
-      group.go();
-      await sleep(500); // let the long polls park
+      await group.goAndWaitStarted();
       await paced(rate, seconds, async () => {
         const res = await this.#client.post('/api/v1/jobs', { queue_name: QUEUE, payload: { t: nowMs() } });
         if (res.status !== 201) throw new Error(`POST /jobs answered ${res.status}`);

@@ -39,3 +39,4 @@ runner = await run({
     },
   },
 });
+report.started();

@@ -27,3 +27,4 @@ await boss.work<{ t?: number }>(process.env.QUEUE ?? 'bench', {
   for (const job of jobs) if (typeof job.data?.t === 'number') report.latency(started - job.data.t);
   report.done(jobs.length);
 });
+report.started();

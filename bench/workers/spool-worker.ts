@@ -53,6 +53,9 @@ const go = onControl(() => {
 });
 process.send?.({ type: 'ready' });
 await go;
-await Promise.all(Array.from({ length: loops }, () => loop())).catch((err) => {
+const consuming = Promise.all(Array.from({ length: loops }, () => loop()));
+// The claims are on the wire; give the server a moment to park them.
+setTimeout(() => report.started(), 100);
+await consuming.catch((err) => {
   report.error(err);
 });

@@ -30,7 +30,7 @@ const only = flag('systems')?.split(',');
 const profile = argv.includes('--profile');
 
 const SIZES: Sizes = quick
-  ? { singleJobs: 500, singleCallers: 8, bulkJobs: 10_000, bulkBatch: 1000, drainJobs: 10_000, latencyRate: 200, latencySeconds: 2, retainedFinished: 20_000 }
+  ? { singleJobs: 300, singleCallers: 8, bulkJobs: 5_000, bulkBatch: 1000, drainJobs: 5_000, latencyRate: 200, latencySeconds: 1, retainedFinished: 20_000 }
   : { singleJobs: 8_000, singleCallers: 8, bulkJobs: 100_000, bulkBatch: 1000, drainJobs: 100_000, latencyRate: 200, latencySeconds: 15, retainedFinished: 1_000_000 };
 
 const PG_SETTINGS = ['server_version', 'fsync', 'synchronous_commit', 'full_page_writes', 'wal_level', 'shared_buffers', 'work_mem', 'maintenance_work_mem',

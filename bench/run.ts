@@ -179,6 +179,8 @@ async function main(): Promise<void> {
     const pgSettings = settings.rows.map((s) => ({ name: s.name, setting: s.unit ? `${s.setting} (${s.unit})` : s.setting }));
     versions.postgresql = (await admin.query('SELECT version() AS v')).rows[0].v;
     if (profile) await writeProfile(admin);
+    const spool = ready.find((s): s is SpoolSystem => s instanceof SpoolSystem);
+    if (spool?.bulkSplit) notes.push('- Spool refused 1,000 jobs per /jobs/bulk request, so S2 sent each batch of 1,000 as 10 concurrent requests of 100.');
     const rows = results.rows();
     const resultsDir = new URL('./results/', import.meta.url);
     mkdirSync(resultsDir, { recursive: true });

@@ -24,7 +24,9 @@ export class PgBossSystem implements BenchSystem {
   }
 
   async setup(): Promise<void> {
-    this.#boss = new PgBoss({ connectionString: this.#url, supervise: false, schedule: false, max: 10 });
+    // The load generator's pool waits as long as graphile-worker's (pg.Pool: no timeout) instead of pg-boss' 10 s,
+    // so an open-loop burst on a slow machine queues instead of failing.
+    this.#boss = new PgBoss({ connectionString: this.#url, supervise: false, schedule: false, max: 10, connectionTimeoutMillis: 120_000 });
     this.#boss.on('error', (err) => console.error('[pg-boss]', err));
     await this.#boss.start();
     if (!(await this.#boss.getQueue(QUEUE))) await this.#boss.createQueue(QUEUE, { notify: true });

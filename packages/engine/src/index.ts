@@ -48,3 +48,4 @@ export * from './ops/job-dependencies.js';
 export * from './history-cursor.js';
 export * from './ops/history.js';
 export * from './ops/webhook.js';
+export * from './ops/metrics.js';

@@ -35,6 +35,8 @@ import { workerRoutes } from './routes/workers.js';
 import { organizationPublicRoutes, organizationRoutes } from './routes/organizations.js';
 import { scheduleRoutes } from './routes/schedules.js';
 import { workflowRoutes } from './routes/workflows.js';
+import { metricsRoutes } from './routes/metrics.js';
+import type { SpoolMetrics } from './metrics/spool-metrics.js';
 
 /** What route handlers need; built once by the runtime. */
 export interface AppContext {
@@ -49,6 +51,7 @@ export interface AppContext {
   claimWaiters: ClaimWaiters;
   /** Group commit for single enqueues. */
   enqueueBatcher: EnqueueBatcher;
+  metrics: SpoolMetrics;
 }
 
 /** Route modules behind API-key/JWT authentication, mounted under /api/v1. */
@@ -137,6 +140,7 @@ export async function buildApp(ctx: AppContext): Promise<FastifyInstance> {
   // Before the listener stops and in-flight requests are awaited: waiting
   // long polls answer now instead of holding shutdown for up to 30 s.
   app.addHook('preClose', async () => ctx.claimWaiters.close());
+  ctx.metrics.installHttpHooks(app);
   app.addHook('onSend', async (request, reply) => {
     reply.header('x-request-id', request.id);
     reply.header('x-api-version', '1');
@@ -160,6 +164,7 @@ export async function buildApp(ctx: AppContext): Promise<FastifyInstance> {
 
   const limits = await installRateLimits(app, ctx.config.publicRateLimitPerMinute);
   healthRoutes(app, ctx);
+  metricsRoutes(app, ctx);
   await app.register(async (scope) => {
     requireAuth(scope, ctx.db, ctx.tokens);
     scope.addHook('onRequest', limits.byKey);

@@ -33,6 +33,10 @@ export interface Config {
   githubWebhookSecret: string | null;
   /** Verifies POST /webhooks/{org}/stripe (Stripe-Signature). */
   stripeWebhookSecret: string | null;
+  /** When set, GET /metrics wants `Authorization: Bearer <token>`; otherwise it is public (CONTRACT §3.1). */
+  metricsToken: string | null;
+  /** How often the cached queue aggregates behind /metrics refresh while scraped. */
+  metricsRefreshMs: number;
 }
 
 function int(env: NodeJS.ProcessEnv, name: string, fallback: number, min: number, max: number): number {
@@ -81,5 +85,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     misfireThresholdMs: int(env, 'SPOOL_MISFIRE_THRESHOLD_MS', 60_000, 0, 86_400_000),
     githubWebhookSecret: env.GITHUB_WEBHOOK_SECRET || null,
     stripeWebhookSecret: env.STRIPE_WEBHOOK_SECRET || null,
+    metricsToken: env.METRICS_TOKEN || null,
+    metricsRefreshMs: int(env, 'METRICS_REFRESH_MS', 5_000, 100, 600_000),
   };
 }

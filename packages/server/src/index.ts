@@ -3,3 +3,4 @@ export * from './config.js';
 export * from './runtime.js';
 export * from './app.js';
 export * from './dashboard-assets.js';
+export * from './metrics/spool-metrics.js';

@@ -30,6 +30,7 @@ import { GrpcServer } from './grpc/server.js';
 import { ensureDevelopmentOrganization, firstStartMessage } from './first-start.js';
 import { TokenService } from './http/jwt.js';
 import { WebhookDelivery } from './webhooks/delivery-service.js';
+import { SpoolMetrics } from './metrics/spool-metrics.js';
 import { VERSION } from './version.js';
 
 export interface RunningSpool {
@@ -114,12 +115,14 @@ export async function startSpool(config: Config, options: StartOptions = {}): Pr
     const maintenance: LoopService[] = [promoter, leader, ...leaderServices, webhooks];
     services.push(notifier as unknown as Service, promoter, leader, webhooks);
     for (const service of services.slice(1)) await service.start();
+    const metrics = new SpoolMetrics({ db, services: maintenance, refreshMs: config.metricsRefreshMs, log });
+    services.push(metrics);
 
     const tokens = await TokenService.create(db, config.jwtSecret);
     const development = await ensureDevelopmentOrganization(db, config);
     const claimWaiters = new ClaimWaiters(notifier);
     const enqueueBatcher = new EnqueueBatcher(db);
-    const context: AppContext = { db, notifier, config, logger, tokens, startedAt: new Date(), version: VERSION, claimWaiters, enqueueBatcher };
+    const context: AppContext = { db, notifier, config, logger, tokens, startedAt: new Date(), version: VERSION, claimWaiters, enqueueBatcher, metrics };
     const grpc = new GrpcServer({
       context,
       host: config.host,

@@ -140,6 +140,7 @@ export function jobWorkerRoutes(app: FastifyInstance, ctx: AppContext): void {
     try {
       const key = ClaimWaiters.key(auth.organizationId, body.queue_name);
       const jobs = await claimWithWait(ctx.claimWaiters, { key, waitMs, limit, signal: controller.signal }, claim);
+      ctx.metrics.observeClaimed(jobs);
       return { jobs: jobs.map(jobToWire) };
     } finally {
       reply.raw.off('close', onClose);
@@ -160,6 +161,7 @@ export function jobWorkerRoutes(app: FastifyInstance, ctx: AppContext): void {
     const id = request.params.id.toLowerCase();
     checkResultSize(request.body.result, 'result');
     const [outcome] = await jobCompleteMany(ctx.db, organizationId, [{ id, workerId: request.body.worker_id, leaseId: request.body.lease_id, result: request.body.result }]);
+    ctx.metrics.observeCompletedOutcomes(organizationId, [outcome!]);
     if (!outcome!.ok) return refuse(reply, outcome!.reason, id);
     return { success: true };
   });
@@ -217,6 +219,7 @@ export function jobWorkerRoutes(app: FastifyInstance, ctx: AppContext): void {
     items.forEach((item, i) => checkResultSize(item.result, `items[${i}].result`));
     const { unique, duplicates } = splitDuplicates(items);
     const outcomes = await jobCompleteMany(ctx.db, organizationId, unique.map((item) => ({ id: item.job_id.toLowerCase(), workerId, leaseId: item.lease_id, result: item.result })));
+    ctx.metrics.observeCompletedOutcomes(organizationId, outcomes);
     const byId = new Map(outcomes.map((o) => [o.id.toLowerCase(), o]));
     return {
       results: items.map((item, index) => {

@@ -1,0 +1,259 @@
+/**
+ * `npm run bench [-- --quick] [-- --reps N] [-- --systems spool,pg-boss]`:
+ * starts its own embedded PostgreSQL (default durability), runs DESIGN §7's
+ * scenarios S1–S7 for Spool, graphile-worker, pg-boss and plain SQL, and
+ * writes bench/results/latest.json and BENCHMARKS.md.
+ */
+import { execFileSync } from 'node:child_process';
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { cpus, loadavg, platform, release, tmpdir, totalmem } from 'node:os';
+import { join } from 'node:path';
+import pg from 'pg';
+import { startEmbeddedPostgres } from '@spool/server';
+import { renderReport } from './lib/report.js';
+import { Results } from './lib/results.js';
+import { GraphileSystem } from './systems/graphile.js';
+import { PgBossSystem } from './systems/pgboss.js';
+import { PlainSqlSystem } from './systems/plain.js';
+import { NotAvailable, SpoolSystem } from './systems/spool.js';
+import type { BenchSystem, Sizes } from './systems/system.js';
+
+const argv = process.argv.slice(2);
+const quick = argv.includes('--quick');
+const flag = (name: string) => {
+  const i = argv.indexOf(`--${name}`);
+  return i >= 0 ? argv[i + 1] : undefined;
+};
+const reps = Number(flag('reps') ?? 3);
+const only = flag('systems')?.split(',');
+// --profile: load pg_stat_statements and write each database's costliest statements to bench/results/profile.md.
+const profile = argv.includes('--profile');
+
+const SIZES: Sizes = quick
+  ? { singleJobs: 300, singleCallers: 8, bulkJobs: 5_000, bulkBatch: 1000, drainJobs: 5_000, latencyRate: 200, latencySeconds: 1, retainedFinished: 20_000 }
+  : { singleJobs: 8_000, singleCallers: 8, bulkJobs: 100_000, bulkBatch: 1000, drainJobs: 100_000, latencyRate: 200, latencySeconds: 15, retainedFinished: 1_000_000 };
+
+const PG_SETTINGS = ['server_version', 'fsync', 'synchronous_commit', 'full_page_writes', 'wal_level', 'shared_buffers', 'work_mem', 'maintenance_work_mem',
+  'effective_cache_size', 'max_wal_size', 'checkpoint_timeout', 'max_connections', 'autovacuum', 'jit', 'random_page_cost'];
+
+const results = new Results();
+const notes: string[] = [];
+
+async function measure(system: string, scenario: string, fn: () => Promise<void>): Promise<void> {
+  const started = Date.now();
+  try {
+    await fn();
+    console.error(`  ${system} ${scenario}: ok (${((Date.now() - started) / 1000).toFixed(1)} s)`);
+  } catch (err) {
+    const reason = err instanceof NotAvailable ? err.message : `failed: ${err instanceof Error ? err.message.split('\n')[0] : String(err)}`;
+    if (!(err instanceof NotAvailable)) console.error(err);
+    console.error(`  ${system} ${scenario}: ${reason}`);
+    const metrics = scenario === 'S4' ? (['p50_ms', 'p95_ms', 'p99_ms', 'max_ms'] as const) : (['jobs_per_s'] as const);
+    for (const m of metrics) results.note(system, scenario, m, reason);
+  }
+}
+
+async function runSystem(sys: BenchSystem): Promise<void> {
+  const name = sys.name;
+  const jobsPerS = (scenario: string, v: number) => results.add(name, scenario, 'jobs_per_s', v);
+  await measure(name, 'S1', async () => {
+    await sys.reset();
+    jobsPerS('S1', await sys.enqueueSingle(SIZES.singleJobs, SIZES.singleCallers));
+  });
+  if (sys instanceof PlainSqlSystem) {
+    await measure(name, 'S2', async () => {
+      await sys.reset();
+      jobsPerS('S2', await sys.enqueueBulk(SIZES.bulkJobs, SIZES.bulkBatch));
+    });
+    await measure(name, 'S5', async () => {
+      await sys.reset();
+      await sys.preload(SIZES.drainJobs, SIZES.bulkBatch);
+      jobsPerS('S5', await sys.drain(SIZES.drainJobs, 4));
+    });
+    return;
+  }
+  await measure(name, 'S2', async () => {
+    await sys.reset();
+    jobsPerS('S2', await sys.enqueueBulk(SIZES.bulkJobs, SIZES.bulkBatch));
+  });
+  for (const workers of [1, 2]) {
+    await measure(name, `S3-${workers}w`, async () => {
+      await sys.reset();
+      await sys.preload(SIZES.drainJobs, SIZES.bulkBatch);
+      jobsPerS(`S3-${workers}w`, await sys.drain(SIZES.drainJobs, workers));
+    });
+  }
+  await measure(name, 'S4', async () => {
+    await sys.reset();
+    results.addLatency(name, 'S4', await sys.latency(SIZES.latencyRate, SIZES.latencySeconds));
+  });
+  if (sys instanceof SpoolSystem) await runSpoolOnly(sys);
+}
+
+/** S6 and S7 compare Spool with itself (DESIGN §7), so they run for Spool only. */
+async function runSpoolOnly(sys: SpoolSystem): Promise<void> {
+  const name = sys.name;
+  const jobsPerS = (scenario: string, v: number) => results.add(name, scenario, 'jobs_per_s', v);
+  await measure(name, 'S6', async () => {
+    await sys.reset();
+    await retainFinished(sys, SIZES.retainedFinished);
+    await sys.preload(SIZES.drainJobs, SIZES.bulkBatch);
+    jobsPerS('S6', await sys.drain(SIZES.drainJobs, 1));
+  });
+  await measure(name, 'S7', async () => {
+    await sys.reset();
+    await sys.preload(SIZES.drainJobs, SIZES.bulkBatch);
+    const holder = new pg.Client({ connectionString: spoolUrl });
+    await holder.connect();
+    try {
+      // An xid plus a snapshot: vacuum cannot remove any row version dead after this point.
+      await holder.query('BEGIN ISOLATION LEVEL REPEATABLE READ');
+      await holder.query('SELECT txid_current(), count(*) FROM spool.organizations');
+      jobsPerS('S7', await sys.drain(SIZES.drainJobs, 1));
+    } finally {
+      await holder.query('ROLLBACK').catch(() => {});
+      await holder.end();
+    }
+  });
+}
+
+/** S6 fixture: finished jobs (with their history) in the same queue, loaded in one statement. */
+async function retainFinished(sys: SpoolSystem, rows: number): Promise<void> {
+  await sys.db.query(`
+    WITH j AS (
+      INSERT INTO spool.jobs (organization_id, queue_name, status, payload, created_at, started_at, completed_at)
+      SELECT $1, 'bench', 'completed', jsonb_build_object('i', g), now() - interval '2 hours', now() - interval '1 hour', now() - interval '1 hour'
+      FROM generate_series(1, $2::int) g
+      RETURNING id, organization_id, queue_name
+    )
+    INSERT INTO spool.job_history (organization_id, job_id, queue_name, event, from_status, to_status)
+    SELECT organization_id, id, queue_name, 'complete', 'processing', 'completed' FROM j`, [sys.organizationId, rows]);
+  await sys.db.query('VACUUM (ANALYZE) spool.jobs');
+}
+
+let spoolUrl = '';
+let loadAtStart = '';
+
+async function main(): Promise<void> {
+  const startedAt = new Date();
+  loadAtStart = loadavg().map((l) => l.toFixed(2)).join(' ');
+  const dir = mkdtempSync(join(tmpdir(), 'spool-bench-pg-'));
+  console.error(`[bench] ${quick ? 'quick' : 'full'} run, ${reps} repetitions; PostgreSQL in ${dir}`);
+  const embedded = await startEmbeddedPostgres({ dataDir: dir, database: 'postgres', settings: profile ? { shared_preload_libraries: 'pg_stat_statements' } : {} });
+  const admin = new pg.Client({ connectionString: embedded.adminUrl });
+  await admin.connect();
+  const urlFor = (db: string) => {
+    const u = new URL(embedded.adminUrl);
+    u.pathname = `/${db}`;
+    return u.toString();
+  };
+  for (const db of ['bench_spool', 'bench_graphile', 'bench_pgboss', 'bench_plain']) await admin.query(`CREATE DATABASE ${db}`);
+  spoolUrl = urlFor('bench_spool');
+  if (profile) {
+    for (const db of ['postgres', 'bench_spool', 'bench_graphile', 'bench_pgboss', 'bench_plain']) {
+      const c = new pg.Client({ connectionString: urlFor(db) });
+      await c.connect();
+      await c.query('CREATE EXTENSION IF NOT EXISTS pg_stat_statements');
+      await c.end();
+    }
+  }
+  const all: BenchSystem[] = [new SpoolSystem(spoolUrl), new GraphileSystem(urlFor('bench_graphile')), new PgBossSystem(urlFor('bench_pgboss')), new PlainSqlSystem(urlFor('bench_plain'))];
+  const systems = all.filter((s) => !only || only.includes(s.name));
+  const versions: Record<string, string> = { node: process.version };
+  const configurations: Record<string, string> = {};
+  const ready: BenchSystem[] = [];
+  try {
+    for (const sys of systems) {
+      versions[sys.name] = await sys.version();
+      configurations[sys.name] = sys.configuration;
+      try {
+        await sys.setup();
+        ready.push(sys);
+      } catch (err) {
+        console.error(`[bench] ${sys.name} setup failed`, err);
+        notes.push(`- ${sys.name} could not be set up on ${process.version}: ${err instanceof Error ? err.message : String(err)}`);
+      }
+    }
+    for (let rep = 1; rep <= reps; rep++) {
+      for (const sys of ready) {
+        console.error(`[bench] repetition ${rep}/${reps}: ${sys.name}`);
+        await runSystem(sys);
+      }
+    }
+    const settings = await admin.query<{ name: string; setting: string; unit: string | null }>('SELECT name, setting, unit FROM pg_settings WHERE name = ANY($1) ORDER BY name', [PG_SETTINGS]);
+    const pgSettings = settings.rows.map((s) => ({ name: s.name, setting: s.unit ? `${s.setting} (${s.unit})` : s.setting }));
+    versions.postgresql = (await admin.query('SELECT version() AS v')).rows[0].v;
+    if (profile) await writeProfile(admin);
+    const spool = ready.find((s): s is SpoolSystem => s instanceof SpoolSystem);
+    if (spool?.bulkSplit) notes.push('- Spool refused 1,000 jobs per /jobs/bulk request, so S2 sent each batch of 1,000 as 10 concurrent requests of 100.');
+    const rows = results.rows();
+    const resultsDir = new URL('./results/', import.meta.url);
+    mkdirSync(resultsDir, { recursive: true });
+    writeFileSync(new URL('latest.json', resultsDir), JSON.stringify(rows, null, 2) + '\n');
+    const report = renderReport(rows, {
+      command: `npm run bench${argv.length ? ` -- ${argv.join(' ')}` : ''}`,
+      quick,
+      reps,
+      startedAt,
+      durationS: (Date.now() - startedAt.getTime()) / 1000,
+      sizes: { ...SIZES },
+      versions,
+      machine: machine(),
+      pgSettings,
+      configurations,
+      notes,
+    });
+    writeFileSync(new URL('../BENCHMARKS.md', import.meta.url), report + '\n');
+    console.error(`[bench] wrote bench/results/latest.json and BENCHMARKS.md in ${Math.round((Date.now() - startedAt.getTime()) / 1000)} s`);
+  } finally {
+    for (const sys of ready) await sys.teardown().catch((err) => console.error(`[bench] ${sys.name} teardown`, err));
+    await admin.end();
+    await embedded.stop();
+    rmSync(dir, { recursive: true, force: true });
+  }
+}
+
+/** The 12 costliest statements per database, by total execution time. */
+async function writeProfile(admin: pg.Client): Promise<void> {
+  const r = await admin.query<{ datname: string; calls: number; total_ms: number; mean_ms: number; rows: number; query: string }>(`
+    SELECT d.datname, s.calls, round(s.total_exec_time::numeric, 1)::float8 AS total_ms, round(s.mean_exec_time::numeric, 3)::float8 AS mean_ms, s.rows,
+           regexp_replace(left(s.query, 160), '\\s+', ' ', 'g') AS query
+    FROM pg_stat_statements s JOIN pg_database d ON d.oid = s.dbid
+    WHERE d.datname LIKE 'bench_%'
+    ORDER BY d.datname, s.total_exec_time DESC`);
+  const out = ['# pg_stat_statements after `npm run bench ' + argv.join(' ') + '`', ''];
+  for (const db of [...new Set(r.rows.map((x) => x.datname))]) {
+    out.push(`## ${db}`, '', '| calls | total ms | mean ms | rows | statement |', '| --- | --- | --- | --- | --- |');
+    for (const x of r.rows.filter((y) => y.datname === db).slice(0, 12)) out.push(`| ${x.calls} | ${x.total_ms} | ${x.mean_ms} | ${x.rows} | \`${x.query.replace(/\|/g, '\\|')}\` |`);
+    out.push('');
+  }
+  mkdirSync(new URL('./results/', import.meta.url), { recursive: true });
+  writeFileSync(new URL('./results/profile.md', import.meta.url), out.join('\n'));
+}
+
+function machine(): Record<string, string> {
+  const cpu = cpus();
+  let disk = '';
+  try {
+    disk = execFileSync('df', ['-h', tmpdir()], { encoding: 'utf8' }).split('\n')[1] ?? '';
+  } catch {
+    // df is informational only
+  }
+  return {
+    cpu: `${cpu.length} × ${cpu[0]?.model ?? 'unknown'}`,
+    memory: `${Math.round(totalmem() / 2 ** 30)} GiB`,
+    os: `${platform()} ${release()}`,
+    'temp filesystem': disk.replace(/\s+/g, ' '),
+    // Other work on the machine skews every number; the load average says how much there was.
+    'load average (1/5/15 min) at start': loadAtStart,
+    'load average at end': loadavg().map((l) => l.toFixed(2)).join(' '),
+  };
+}
+
+main().then(
+  () => process.exit(0),
+  (err) => {
+    console.error(err);
+    process.exit(1);
+  },
+);

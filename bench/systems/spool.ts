@@ -1,0 +1,187 @@
+import { spawn, type ChildProcess } from 'node:child_process';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { createServer } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { createPool, jobInsertMany, organizationCreate, type Db } from '@spool/engine';
+import { WorkerGroup } from '../lib/children.js';
+import { JsonClient, nowMs } from '../lib/http.js';
+import { concurrentCalls, paced, sleep, until, type BenchSystem } from './system.js';
+
+const root = fileURLToPath(new URL('../../', import.meta.url));
+const QUEUE = 'bench';
+
+/** A scenario Spool cannot run yet because the endpoint it needs has not landed. */
+export class NotAvailable extends Error {}
+
+async function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const server = createServer();
+    server.once('error', reject);
+    server.listen(0, '127.0.0.1', () => {
+      const address = server.address();
+      server.close(() => resolve(typeof address === 'object' && address ? address.port : 0));
+    });
+  });
+}
+
+/**
+ * Spool as users run it: the server (packages/server/src/main.ts) in its own
+ * process, workers in their own processes, everything over HTTP with
+ * keep-alive. Only setup and scenario bookkeeping touch the database directly.
+ */
+export class SpoolSystem implements BenchSystem {
+  readonly name = 'spool';
+  readonly configuration = 'server process (default pool 20) + worker processes over HTTP: 4 claim loops each, claim limit 100 with wait_ms 1000, batch complete';
+  readonly #databaseUrl: string;
+  #server: ChildProcess | null = null;
+  #dataDir = '';
+  url = '';
+  db!: Db;
+  #client!: JsonClient;
+  #apiKey = '';
+  organizationId = '';
+
+  constructor(databaseUrl: string) {
+    this.#databaseUrl = databaseUrl;
+  }
+
+  async version(): Promise<string> {
+    const { execFileSync } = await import('node:child_process');
+    try {
+      return `git ${execFileSync('git', ['rev-parse', '--short', 'HEAD'], { cwd: root, encoding: 'utf8' }).trim()}`;
+    } catch {
+      return 'working tree';
+    }
+  }
+
+  async setup(): Promise<void> {
+    const port = await freePort();
+    this.#dataDir = mkdtempSync(join(tmpdir(), 'spool-bench-server-'));
+    this.url = `http://127.0.0.1:${port}`;
+    this.#server = spawn(process.execPath, ['--import', 'tsx', 'packages/server/src/main.ts'], {
+      cwd: root,
+      env: { ...process.env, DATABASE_URL: this.#databaseUrl, PORT: String(port), HOST: '127.0.0.1', LOG_LEVEL: 'warn', SPOOL_DATA_DIR: this.#dataDir },
+      stdio: ['ignore', 'ignore', 'inherit'],
+    });
+    await until(async () => {
+      if (this.#server?.exitCode !== null) throw new Error('the Spool server exited while starting');
+      try {
+        return (await fetch(`${this.url}/health/ready`)).status === 200;
+      } catch {
+        return false;
+      }
+    }, 60_000);
+    this.db = createPool({ connectionString: this.#databaseUrl, max: 4, applicationName: 'spool-bench' });
+    const org = await organizationCreate(this.db, { name: 'bench', slug: `bench-${Date.now()}`, planTier: 'enterprise', environment: 'development' });
+    this.organizationId = org.organization.id;
+    this.#apiKey = org.apiKey.key;
+    this.#client = new JsonClient(this.url, this.#apiKey, 16);
+  }
+
+  async reset(): Promise<void> {
+    await this.db.query('TRUNCATE spool.jobs, spool.job_history, spool.dead_letter_queue CASCADE');
+  }
+
+  async enqueueSingle(jobs: number, callers: number): Promise<number> {
+    return concurrentCalls(jobs, callers, async (i) => {
+      const res = await this.#client.post('/api/v1/jobs', { queue_name: QUEUE, payload: { i } });
+      if (res.status !== 201) throw new Error(`POST /jobs answered ${res.status}: ${JSON.stringify(res.body)}`);
+    });
+  }
+
+  async enqueueBulk(jobs: number, batch: number): Promise<number> {
+    // The contract caps /jobs/bulk at 100 items; a server that refuses 1,000
+    // gets the same 1,000 as 10 concurrent requests of 100.
+    let split = false;
+    const send = async (items: { payload: unknown }[]) => {
+      const res = await this.#client.post('/api/v1/jobs/bulk', { queue_name: QUEUE, jobs: items });
+      if (res.status === 404) throw new NotAvailable('POST /api/v1/jobs/bulk is not implemented yet');
+      if (res.status === 400 && items.length > 100) return false;
+      if (res.status !== 200 || res.body.failure_count !== 0) throw new Error(`bulk answered ${res.status}: ${JSON.stringify(res.body).slice(0, 300)}`);
+      return true;
+    };
+    const started = performance.now();
+    for (let offset = 0; offset < jobs; offset += batch) {
+      const items = Array.from({ length: Math.min(batch, jobs - offset) }, (_, k) => ({ payload: { i: offset + k } }));
+      if (!split && (await send(items))) continue;
+      split = true;
+      const chunks: { payload: unknown }[][] = [];
+      for (let k = 0; k < items.length; k += 100) chunks.push(items.slice(k, k + 100));
+      await Promise.all(chunks.map(send));
+    }
+    this.bulkSplit = split;
+    return jobs / ((performance.now() - started) / 1000);
+  }
+
+  bulkSplit = false;
+
+  /** Through the API when /jobs/bulk exists; otherwise straight through the engine (the load is not what a drain measures). */
+  async preload(jobs: number, batch: number): Promise<void> {
+    try {
+      await this.enqueueBulk(jobs, batch);
+      return;
+    } catch (err) {
+      if (!(err instanceof NotAvailable)) throw err;
+    }
+    for (let offset = 0; offset < jobs; offset += batch) {
+      const chunk = Array.from({ length: Math.min(batch, jobs - offset) }, (_, k) => ({ organizationId: this.organizationId, queueName: QUEUE, payload: { i: offset + k } }));
+      await jobInsertMany(this.db, chunk);
+    }
+  }
+
+  async #remaining(): Promise<boolean> {
+    const r = await this.db.query(`SELECT EXISTS (SELECT 1 FROM spool.jobs WHERE status = 'pending' AND dependencies_met IS NOT FALSE)
+                                      OR EXISTS (SELECT 1 FROM spool.jobs WHERE status = 'processing') AS busy`);
+    return r.rows[0].busy as boolean;
+  }
+
+  async #checkWorkerApi(): Promise<void> {
+    const res = await this.#client.post('/api/v1/jobs/claim', { queue_name: '__probe__', worker_id: 'probe', limit: 1 });
+    if (res.status === 404) throw new NotAvailable('POST /api/v1/jobs/claim is not implemented yet');
+  }
+
+  async drain(jobs: number, workers: number): Promise<number> {
+    await this.#checkWorkerApi();
+    await this.db.query('ANALYZE spool.jobs');
+    const group = await WorkerGroup.start('spool-worker.ts', workers, { SPOOL_URL: this.url, API_KEY: this.#apiKey, QUEUE });
+    try {
+      const started = performance.now();
+      group.go();
+      await group.waitFor(jobs, 600_000);
+      await until(async () => !(await this.#remaining()));
+      return jobs / ((performance.now() - started) / 1000);
+    } finally {
+      await group.stop();
+    }
+  }
+
+  async latency(rate: number, seconds: number): Promise<number[]> {
+    await this.#checkWorkerApi();
+    const group = await WorkerGroup.start('spool-worker.ts', 1, { SPOOL_URL: this.url, API_KEY: this.#apiKey, QUEUE, LOOPS: '2', BATCH: '10', WAIT_MS: '5000' });
+    try {
+      await group.goAndWaitStarted();
+      await paced(rate, seconds, async () => {
+        const res = await this.#client.post('/api/v1/jobs', { queue_name: QUEUE, payload: { t: nowMs() } });
+        if (res.status !== 201) throw new Error(`POST /jobs answered ${res.status}`);
+      });
+      await group.waitFor(Math.round(rate * seconds), 60_000);
+      return group.latencies;
+    } finally {
+      await group.stop();
+    }
+  }
+
+  async teardown(): Promise<void> {
+    this.#client?.close();
+    await this.db?.end();
+    if (this.#server && this.#server.exitCode === null) {
+      const exited = new Promise((r) => this.#server!.once('exit', r));
+      this.#server.kill('SIGTERM');
+      await Promise.race([exited, sleep(10_000)]);
+      if (this.#server.exitCode === null) this.#server.kill('SIGKILL');
+    }
+    if (this.#dataDir) rmSync(this.#dataDir, { recursive: true, force: true });
+  }
+}

@@ -1,0 +1,209 @@
+import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom-client';
+import type { FastifyInstance } from 'fastify';
+import type { CompleteOutcome, Db, HistoryCountRow, LoopService, Service } from '@spool/engine';
+import { QueueAggregates } from './aggregates.js';
+
+export interface SpoolMetricsOptions {
+  db: Db;
+  /** Maintenance services whose `counters` are exported. */
+  services?: LoopService[];
+  refreshMs: number;
+  log?: (message: string, err?: unknown) => void;
+}
+
+/** What a claim response knows about each leased job. */
+export interface ClaimedJob {
+  organization_id: string;
+  queue_name: string;
+  created_at: Date;
+  scheduled_at: Date | null;
+  /** Set to the database's now() by the claim: the start time of this attempt. */
+  updated_at: Date;
+}
+
+/** What a complete response knows about each finished job. */
+export interface FinishedJob {
+  organizationId: string;
+  queueName: string;
+  startedAt: Date | null;
+  completedAt: Date;
+}
+
+const LATENCY_BUCKETS = [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 300];
+const DURATION_BUCKETS = [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 300, 900, 3600];
+const HTTP_BUCKETS = [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10];
+const QUEUE_LABELS = ['organization_id', 'queue'] as const;
+
+type Child = { observe(value: number): void };
+
+/**
+ * Everything /metrics exports (names in docs/metrics.md). Per-request
+ * observations (HTTP, claim latency, processing duration) are in-process and
+ * cheap; per-queue state comes from `QueueAggregates`' cached snapshot, so a
+ * scrape only serialises memory.
+ */
+export class SpoolMetrics implements Service {
+  readonly name = 'metrics';
+  readonly registry = new Registry();
+  readonly aggregates: QueueAggregates;
+  readonly #services: LoopService[];
+  readonly #httpRequests: Counter<'method' | 'route' | 'status_code'>;
+  readonly #httpDuration: Histogram<'method' | 'route' | 'status_code'>;
+  readonly #startLatency: Histogram<(typeof QUEUE_LABELS)[number]>;
+  readonly #processing: Histogram<(typeof QUEUE_LABELS)[number]>;
+  readonly #transitions: Counter<'organization_id' | 'queue' | 'status'>;
+  readonly #retries: Counter<'organization_id' | 'queue'>;
+  readonly #leasesExpired: Counter<'organization_id' | 'queue'>;
+  // Label lookups hash an object; cache the child per queue for the hot path.
+  readonly #latencyChildren = new Map<string, Child>();
+  readonly #processingChildren = new Map<string, Child>();
+
+  constructor(options: SpoolMetricsOptions) {
+    this.#services = options.services ?? [];
+    const registers = [this.registry];
+    collectDefaultMetrics({ register: this.registry });
+    this.aggregates = new QueueAggregates(options.db, { refreshMs: options.refreshMs, log: options.log }, (rows) => this.#countTransitions(rows));
+
+    this.#httpRequests = new Counter({ name: 'http_requests_total', help: 'HTTP requests by method, route pattern and status code.', labelNames: ['method', 'route', 'status_code'], registers });
+    this.#httpDuration = new Histogram({ name: 'http_request_duration_seconds', help: 'HTTP request duration in seconds, from request received to response sent.', labelNames: ['method', 'route', 'status_code'], buckets: HTTP_BUCKETS, registers });
+    this.#startLatency = new Histogram({ name: 'spooled_job_start_latency_seconds', help: 'Time from when a job became runnable (created, or its scheduled/backoff time) to its claim, observed by this process.', labelNames: QUEUE_LABELS, buckets: LATENCY_BUCKETS, registers });
+    this.#processing = new Histogram({ name: 'spooled_job_processing_duration_seconds', help: 'Time from first start to completion of jobs completed through this process.', labelNames: QUEUE_LABELS, buckets: DURATION_BUCKETS, registers });
+    this.#transitions = new Counter({ name: 'spooled_job_transitions_total', help: 'Jobs entering each status, from job_history (cluster-wide, counted since this process first served /metrics).', labelNames: ['organization_id', 'queue', 'status'], registers });
+    this.#retries = new Counter({ name: 'spooled_job_retries_total', help: 'Attempts that failed or lost their lease and were put back for another try (cluster-wide).', labelNames: QUEUE_LABELS, registers });
+    this.#leasesExpired = new Counter({ name: 'spooled_job_leases_expired_total', help: 'Expired leases reclaimed by the lease reaper (cluster-wide).', labelNames: QUEUE_LABELS, registers });
+    this.#defineSnapshotGauges(registers);
+  }
+
+  #defineSnapshotGauges(registers: Registry[]): void {
+    const aggregates = this.aggregates;
+    new Gauge({
+      name: 'spooled_jobs', help: 'Unfinished jobs per queue and status (pending, scheduled, processing).', labelNames: ['organization_id', 'queue', 'status'], registers,
+      collect() {
+        this.reset();
+        for (const row of aggregates.snapshot?.gauges ?? []) {
+          if (row.status !== 'deadletter') this.set({ organization_id: row.organization_id, queue: row.queue_name, status: row.status }, row.count);
+        }
+      },
+    });
+    new Gauge({
+      name: 'spooled_queue_oldest_pending_age_seconds', help: 'Seconds since the oldest runnable pending job of the queue became runnable (0 when none waits).', labelNames: QUEUE_LABELS, registers,
+      collect() {
+        this.reset();
+        const snapshot = aggregates.snapshot;
+        for (const row of snapshot?.gauges ?? []) {
+          if (row.status !== 'pending') continue;
+          const age = row.oldest ? Math.max(0, (snapshot!.at - row.oldest.getTime()) / 1000) : 0;
+          this.set({ organization_id: row.organization_id, queue: row.queue_name }, age);
+        }
+      },
+    });
+    new Gauge({
+      name: 'spooled_dead_letter_jobs', help: 'Jobs in the dead-letter queue.', labelNames: QUEUE_LABELS, registers,
+      collect() {
+        this.reset();
+        for (const row of aggregates.snapshot?.gauges ?? []) {
+          if (row.status === 'deadletter') this.set({ organization_id: row.organization_id, queue: row.queue_name }, row.count);
+        }
+      },
+    });
+    new Gauge({
+      name: 'spooled_workers', help: 'Registered workers by status.', labelNames: ['status'], registers,
+      collect() {
+        this.reset();
+        for (const status of ['healthy', 'degraded', 'draining', 'offline']) this.set({ status }, 0);
+        for (const row of aggregates.snapshot?.workers ?? []) this.set({ status: row.status }, row.count);
+      },
+    });
+    new Gauge({
+      name: 'spooled_metrics_refresh_duration_seconds', help: 'How long the last refresh of the cached queue aggregates took.', registers,
+      collect() {
+        this.set((aggregates.snapshot?.durationMs ?? 0) / 1000);
+      },
+    });
+    new Gauge({
+      name: 'spooled_metrics_refreshed_timestamp_seconds', help: 'Database time of the last refresh of the cached queue aggregates.', registers,
+      collect() {
+        this.set((aggregates.snapshot?.at ?? 0) / 1000);
+      },
+    });
+    const services = this.#services;
+    new Counter({
+      name: 'spooled_maintenance_operations_total', help: 'What each maintenance service did (e.g. lease-reaper rescued, scheduled-promoter promoted, errors).', labelNames: ['service', 'operation'], registers,
+      collect() {
+        this.reset();
+        for (const service of services) {
+          for (const [operation, total] of service.counters) this.inc({ service: service.name, operation }, total);
+        }
+      },
+    });
+  }
+
+  #countTransitions(rows: HistoryCountRow[]): void {
+    for (const row of rows) {
+      const labels = { organization_id: row.organization_id, queue: row.queue_name };
+      if (row.to_status) this.#transitions.inc({ ...labels, status: row.to_status }, row.count);
+      if (row.event === 'lease_expired') this.#leasesExpired.inc(labels, row.count);
+      if (row.event === 'fail_retry' || (row.event === 'lease_expired' && row.to_status === 'pending')) this.#retries.inc(labels, row.count);
+    }
+  }
+
+  #child(map: Map<string, Child>, histogram: Histogram<(typeof QUEUE_LABELS)[number]>, organizationId: string, queue: string): Child {
+    const key = `${organizationId}\u0000${queue}`;
+    let child = map.get(key);
+    if (!child) {
+      child = histogram.labels({ organization_id: organizationId, queue });
+      map.set(key, child);
+    }
+    return child;
+  }
+
+  /** Records enqueue-to-start latency for jobs a claim just leased (database clock on both ends). */
+  observeClaimed(jobs: Iterable<ClaimedJob>): void {
+    for (const job of jobs) {
+      const runnable = Math.max(job.created_at.getTime(), job.scheduled_at?.getTime() ?? 0);
+      this.#child(this.#latencyChildren, this.#startLatency, job.organization_id, job.queue_name).observe(Math.max(0, job.updated_at.getTime() - runnable) / 1000);
+    }
+  }
+
+  /** Records processing duration for jobs a complete call just finished. */
+  observeCompleted(jobs: Iterable<FinishedJob>): void {
+    for (const job of jobs) {
+      if (!job.startedAt) continue;
+      this.#child(this.#processingChildren, this.#processing, job.organizationId, job.queueName).observe(Math.max(0, job.completedAt.getTime() - job.startedAt.getTime()) / 1000);
+    }
+  }
+
+  /** `observeCompleted` for jobCompleteMany's outcomes (refused items are skipped). */
+  observeCompletedOutcomes(organizationId: string, outcomes: Iterable<CompleteOutcome>): void {
+    for (const outcome of outcomes) {
+      if (!outcome.ok || !outcome.startedAt) continue;
+      this.#child(this.#processingChildren, this.#processing, organizationId, outcome.queueName).observe(Math.max(0, outcome.completedAt.getTime() - outcome.startedAt.getTime()) / 1000);
+    }
+  }
+
+  /** Counts and times every HTTP request by route pattern (never the raw URL: ids would explode cardinality). */
+  installHttpHooks(app: FastifyInstance): void {
+    app.addHook('onResponse', (request, reply, done) => {
+      const labels = { method: request.method, route: request.routeOptions.url ?? 'unmatched', status_code: String(reply.statusCode) };
+      this.#httpRequests.inc(labels);
+      this.#httpDuration.observe(labels, reply.elapsedTime / 1000);
+      done();
+    });
+  }
+
+  /** The Prometheus text exposition; starts (or keeps alive) the aggregate refresh loop. */
+  async render(): Promise<string> {
+    await this.aggregates.touch();
+    return this.registry.metrics();
+  }
+
+  get contentType(): string {
+    return this.registry.contentType;
+  }
+
+  start(): void {}
+
+  async stop(): Promise<void> {
+    await this.aggregates.stop();
+  }
+}

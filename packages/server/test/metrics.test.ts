@@ -1,0 +1,98 @@
+import assert from 'node:assert/strict';
+import { after, before, describe, it } from 'node:test';
+import { startTestServer, type TestServer } from '../../../test-support/server.js';
+
+let server: TestServer;
+let guarded: TestServer;
+before(async () => {
+  server = await startTestServer('metrics', { metricsRefreshMs: 100 });
+  guarded = await startTestServer('metricstoken', { metricsToken: 'scrape-secret' });
+});
+after(async () => {
+  await server.close();
+  await guarded.close();
+});
+
+async function scrape(target: TestServer, auth: string | null = null): Promise<{ status: number; type: string; text: string }> {
+  const response = await fetch(`${target.url}/metrics`, { headers: auth ? { authorization: `Bearer ${auth}` } : {} });
+  return { status: response.status, type: response.headers.get('content-type') ?? '', text: await response.text() };
+}
+
+function sample(text: string, name: string, labels: Record<string, string>): number | undefined {
+  for (const line of text.split('\n')) {
+    if (!line.startsWith(`${name}{`)) continue;
+    if (Object.entries(labels).every(([k, v]) => line.includes(`${k}="${v}"`))) return Number(line.slice(line.lastIndexOf(' ') + 1));
+  }
+  return undefined;
+}
+
+async function until<T>(probe: () => Promise<T | undefined>, ms = 15_000): Promise<T> {
+  const deadline = Date.now() + ms;
+  for (;;) {
+    const value = await probe();
+    if (value !== undefined) return value;
+    if (Date.now() > deadline) throw new Error('condition not reached in time');
+    await new Promise((r) => setTimeout(r, 50));
+  }
+}
+
+describe('GET /metrics', () => {
+  it('answers publicly with Prometheus text: spooled_, http_ and process_ lines', async () => {
+    const first = await scrape(server);
+    assert.equal(first.status, 200);
+    assert.match(first.type, /^text\/plain/);
+    assert.match(first.text, /^# HELP spooled_jobs /m);
+    assert.match(first.text, /^spooled_workers\{status="healthy"\} 0$/m);
+    assert.match(first.text, /^spooled_maintenance_operations_total|^# TYPE spooled_maintenance_operations_total counter/m);
+    assert.match(first.text, /^process_cpu_user_seconds_total /m);
+    const second = await scrape(server);
+    assert.match(second.text, /^http_requests_total\{method="GET",route="\/metrics",status_code="200"\} \d+/m);
+  });
+
+  it('reflects an enqueued job, its queue age and its transition after a refresh', async () => {
+    await scrape(server);
+    const created = await server.request('POST', '/api/v1/jobs', { body: { queue_name: 'metrics-q', payload: {} } });
+    assert.equal(created.status, 201);
+    const labels = { organization_id: server.organizationId, queue: 'metrics-q' };
+    const pending = await until(async () => sample((await scrape(server)).text, 'spooled_jobs', { ...labels, status: 'pending' }));
+    assert.equal(pending, 1);
+    const age = sample((await scrape(server)).text, 'spooled_queue_oldest_pending_age_seconds', labels);
+    assert.ok(age !== undefined && age >= 0 && age < 60, `age ${age}`);
+    // Counters trail the gauges by one refresh (they wait for in-flight commits).
+    const createdCount = await until(async () => sample((await scrape(server)).text, 'spooled_job_transitions_total', { ...labels, status: 'pending' }));
+    assert.equal(createdCount, 1);
+  });
+
+  it('observes claim latency and processing duration, and counts the completion', async () => {
+    await scrape(server);
+    const labels = { organization_id: server.organizationId, queue: 'metrics-done' };
+    await server.request('POST', '/api/v1/jobs', { body: { queue_name: 'metrics-done', payload: {} } });
+    const claimed = await server.request('POST', '/api/v1/jobs/claim', { body: { queue_name: 'metrics-done', worker_id: 'w1', limit: 10 } });
+    assert.equal(claimed.body.jobs.length, 1);
+    const job = claimed.body.jobs[0];
+    const done = await server.request('POST', `/api/v1/jobs/${job.id}/complete`, { body: { worker_id: 'w1', lease_id: job.lease_id } });
+    assert.equal(done.status, 200);
+    const text = (await scrape(server)).text;
+    assert.equal(sample(text, 'spooled_job_start_latency_seconds_count', labels), 1);
+    assert.equal(sample(text, 'spooled_job_processing_duration_seconds_count', labels), 1);
+    const completed = await until(async () => sample((await scrape(server)).text, 'spooled_job_transitions_total', { ...labels, status: 'completed' }));
+    assert.equal(completed, 1);
+    assert.equal(sample((await scrape(server)).text, 'spooled_jobs', { ...labels, status: 'processing' }), 0);
+  });
+
+  it('does not show a queue of another organization under the wrong labels', async () => {
+    const other = await server.createOrganization();
+    await server.request('POST', '/api/v1/jobs', { body: { queue_name: 'shared-name', payload: {} }, auth: other.apiKey });
+    const count = await until(async () => sample((await scrape(server)).text, 'spooled_jobs', { organization_id: other.organizationId, queue: 'shared-name', status: 'pending' }));
+    assert.equal(count, 1);
+    assert.equal(sample((await scrape(server)).text, 'spooled_jobs', { organization_id: server.organizationId, queue: 'shared-name', status: 'pending' }), undefined);
+  });
+
+  it('wants the bearer token when METRICS_TOKEN is set', async () => {
+    assert.equal((await scrape(guarded)).status, 401);
+    assert.equal((await scrape(guarded, 'wrong')).status, 401);
+    const ok = await scrape(guarded, 'scrape-secret');
+    assert.equal(ok.status, 200);
+    assert.match(ok.text, /^spooled_/m);
+  });
+});

@@ -73,7 +73,11 @@ describe('logs', () => {
       await server.request('POST', '/api/v1/jobs', { auth: access_token, body: { queue_name: 'q', payload: { secret: marker }, priority: 'wrong type' } });
       await server.request('POST', '/api/v1/jobs', { auth: orgKey, rawBody: `{"queue_name":"q","payload":"${marker}` });
       await server.request('POST', '/api/v1/auth/refresh', { auth: null, body: { refresh_token } });
-      await server.request('GET', `/api/v1/events?token=${access_token}&x=1`, { auth: null });
+      // An SSE stream never ends by itself: read the headers, then hang up.
+      const stream = new AbortController();
+      const events = await fetch(`${server.url}/api/v1/events?token=${access_token}&x=1`, { signal: stream.signal });
+      assert.equal(events.status, 200);
+      stream.abort();
       await server.request('GET', '/api/v1/dashboard', { auth: 'sk_test_unknownKeyThatShouldNotBeLogged000000000000' });
       const created2 = await server.request('POST', '/api/v1/api-keys', { auth: orgKey, body: { name: 'logged key' } });
       assert.equal(created2.status, 201);

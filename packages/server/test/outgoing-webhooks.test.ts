@@ -157,7 +157,7 @@ describe('delivery', () => {
       const pending = await target.database.pool.query("SELECT count(*)::int AS n FROM spool.webhook_deliveries WHERE status = 'pending' AND attempts = 1");
       assert.equal(pending.rows[0].n, 2, 'both deliveries are waiting for their second attempt');
       up = true;
-      const config = { ...loadConfig({}), databaseUrl: target.database.url, host: '127.0.0.1', port: 0, logLevel: 'silent' };
+      const config = { ...loadConfig({}), databaseUrl: target.database.url, host: '127.0.0.1', port: 0, grpcPort: 0, logLevel: 'silent' };
       const again = await startSpool(config, { logger: pino({ level: 'silent' }) });
       try {
         const requests = await r.waitFor(2, 10_000);

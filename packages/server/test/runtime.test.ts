@@ -12,7 +12,7 @@ after(async () => {
 });
 
 function configFor(database: TestDatabase, overrides: Partial<Config> = {}): Config {
-  return { ...loadConfig({}), databaseUrl: database.url, host: '127.0.0.1', port: 0, logLevel: 'silent', ...overrides };
+  return { ...loadConfig({}), databaseUrl: database.url, host: '127.0.0.1', port: 0, grpcPort: 0, logLevel: 'silent', ...overrides };
 }
 
 describe('first start', () => {

@@ -62,7 +62,7 @@ export class SpoolSystem implements BenchSystem {
     this.url = `http://127.0.0.1:${port}`;
     this.#server = spawn(process.execPath, ['--import', 'tsx', 'packages/server/src/main.ts'], {
       cwd: root,
-      env: { ...process.env, DATABASE_URL: this.#databaseUrl, PORT: String(port), HOST: '127.0.0.1', LOG_LEVEL: 'warn', SPOOL_DATA_DIR: this.#dataDir },
+      env: { ...process.env, DATABASE_URL: this.#databaseUrl, PORT: String(port), GRPC_PORT: '0', HOST: '127.0.0.1', LOG_LEVEL: 'warn', SPOOL_DATA_DIR: this.#dataDir },
       stdio: ['ignore', 'ignore', 'inherit'],
     });
     await until(async () => {

@@ -24,7 +24,7 @@ test('spool migrate reports a current schema', async () => {
 
 test('spool start serves the API and stops gracefully on one SIGTERM', async () => {
   const child = spawn(process.execPath, [BIN, 'start', '--port', '0', '--host', '127.0.0.1', '--database-url', db.url], {
-    env: { ...process.env, LOG_LEVEL: 'info' },
+    env: { ...process.env, LOG_LEVEL: 'info', GRPC_PORT: '0' },
   });
   let output = '';
   child.stderr.on('data', (chunk) => (output += chunk));

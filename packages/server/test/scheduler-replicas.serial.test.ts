@@ -28,7 +28,7 @@ interface Replica {
 function startReplica(databaseUrl: string, env: Record<string, string> = {}): Promise<Replica> {
   const child = spawn(process.execPath, ['--import', 'tsx', 'packages/server/src/main.ts'], {
     cwd: ROOT,
-    env: { ...process.env, DATABASE_URL: databaseUrl, HOST: '127.0.0.1', PORT: '0', LOG_LEVEL: 'info', DATABASE_POOL_MAX: '6', SPOOL_LEADER_TTL_MS: String(LEADER_TTL_MS), ...env },
+    env: { ...process.env, DATABASE_URL: databaseUrl, HOST: '127.0.0.1', PORT: '0', GRPC_PORT: '0', LOG_LEVEL: 'info', DATABASE_POOL_MAX: '6', SPOOL_LEADER_TTL_MS: String(LEADER_TTL_MS), ...env },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   const exited = new Promise<number | null>((resolve) => child.on('exit', (code) => resolve(code)));

@@ -216,6 +216,7 @@ export class Worker<P = unknown, R = unknown> extends EventEmitter<WorkerEvents>
     await this.#loop;
     await this.#reporter?.drain();
     if (this.#workerHeartbeat) clearInterval(this.#workerHeartbeat);
+    await Promise.all(this.#heartbeatsInFlight);
     await this.#deregister();
     this.#state = 'stopped';
     this.emit('stopped');
@@ -339,7 +340,16 @@ export class Worker<P = unknown, R = unknown> extends EventEmitter<WorkerEvents>
     this.emit('failed', job, outcome.cause ?? new Error(outcome.error), { willRetry, retryable: outcome.retryable });
   }
 
-  async #sendWorkerHeartbeat(status: 'healthy' | 'draining'): Promise<void> {
+  /** Heartbeats still on the wire; deregistration waits for them so a late one cannot revive the worker. */
+  #heartbeatsInFlight = new Set<Promise<void>>();
+
+  #sendWorkerHeartbeat(status: 'healthy' | 'draining'): Promise<void> {
+    const sent = this.#postWorkerHeartbeat(status).finally(() => this.#heartbeatsInFlight.delete(sent));
+    this.#heartbeatsInFlight.add(sent);
+    return sent;
+  }
+
+  async #postWorkerHeartbeat(status: 'healthy' | 'draining'): Promise<void> {
     if (!this.#workerId) return;
     try {
       await this.#client.workers.heartbeat(this.#workerId, { currentJobs: this.#running.size, status });

@@ -27,7 +27,7 @@ import { EnqueueBatcher } from './enqueue-batcher.js';
 import type { Config } from './config.js';
 import { startEmbeddedPostgres, type EmbeddedPostgres } from './embedded-postgres.js';
 import { GrpcServer } from './grpc/server.js';
-import { ensureDevelopmentOrganization, firstStartMessage } from './first-start.js';
+import { DEVELOPMENT_PLAN, ensureDevelopmentOrganization, firstStartMessage } from './first-start.js';
 import { TokenService } from './http/jwt.js';
 import { WebhookDelivery } from './webhooks/delivery-service.js';
 import { SpoolMetrics } from './metrics/spool-metrics.js';
@@ -138,7 +138,7 @@ export async function startSpool(config: Config, options: StartOptions = {}): Pr
     logger.info({ url, grpcPort, grpcTls: config.grpcTlsCert !== null }, 'Spool is listening');
     if (development) {
       const announce = options.announce ?? ((message: string) => process.stdout.write(`${message}\n`));
-      announce(firstStartMessage(url.replace('127.0.0.1', 'localhost'), development.apiKey, config.defaultPlan));
+      announce(firstStartMessage(url.replace('127.0.0.1', 'localhost'), development.apiKey, DEVELOPMENT_PLAN));
     }
 
     let stopping: Promise<void> | null = null;

@@ -208,6 +208,37 @@ describe('queue, worker and schedule events', () => {
     assert.deepEqual(rows.rows.map((r) => r.type), ['queue.paused', 'queue.resumed', 'worker.registered', 'worker.deregistered']);
   });
 
+  it('announces a queue first paused and enabled by concurrent transactions: paused, then resumed', async () => {
+    const typesOf = async (q: string) => (await server.database.pool.query<{ type: string }>(
+      "SELECT type FROM spool.events WHERE organization_id = $1 AND data->>'queue_name' = $2 ORDER BY id", [server.organizationId, q])).rows.map((r) => r.type);
+    const pauser = new pg.Client({ connectionString: server.database.url });
+    await pauser.connect();
+    try {
+      // The enabling PUT cannot see the row the uncommitted pause created: it waits on it, then updates it.
+      const raced = unique('race');
+      await pauser.query('BEGIN');
+      await queuePause(pauser, server.organizationId, raced, null);
+      const put = server.request('PUT', `/api/v1/queues/${raced}/config`, { body: { queue_name: raced, enabled: true } });
+      await new Promise((resolve) => setTimeout(resolve, 300));
+      await pauser.query('COMMIT');
+      const answer = await put;
+      assert.equal(answer.status, 200, answer.text);
+      assert.equal(answer.body.enabled, true);
+      assert.deepEqual(await typesOf(raced), ['queue.paused', 'queue.resumed']);
+      // The other way round: a config row created running, then paused by a waiting pause.
+      const created = unique('race');
+      await pauser.query('BEGIN');
+      await pauser.query("INSERT INTO spool.queue_config (organization_id, queue_name) VALUES ($1, $2)", [server.organizationId, created]);
+      const pause = server.request('POST', `/api/v1/queues/${created}/pause`, { body: {} });
+      await new Promise((resolve) => setTimeout(resolve, 300));
+      await pauser.query('COMMIT');
+      assert.equal((await pause).status, 200);
+      assert.deepEqual(await typesOf(created), ['queue.paused']);
+    } finally {
+      await pauser.end();
+    }
+  });
+
   it('resumes with Last-Event-ID: exactly the missed events of both logs, then live ones', async () => {
     const q = unique('resume');
     const first = await sse('/api/v1/events');

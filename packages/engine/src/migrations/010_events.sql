@@ -15,7 +15,8 @@ CREATE TABLE spool.events (
   created_at      timestamptz NOT NULL DEFAULT now()
 );
 -- serves: a resuming realtime client's replay of one organization's events
--- (ops/event-replay.sql: organization_id = $1 AND id in a range or a list).
+-- (ops/event-replay.sql: organization_id = $1 AND id in a range or a list), and
+-- the cascade when an organization is deleted.
 -- The hub's and the dispatcher's tail reads (id > $1 ORDER BY id) use the primary key.
 CREATE INDEX events_org_id_idx ON spool.events (organization_id, id);
 -- serves: retention (ops/event-prune.sql: the oldest rows past the window)

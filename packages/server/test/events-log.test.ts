@@ -44,6 +44,7 @@ async function sse(path: string, headers: Record<string, string> = auth(server.a
 
 interface WsClient {
   messages: any[];
+  send(command: unknown): void;
   next(predicate: (m: any) => boolean, timeoutMs?: number): Promise<any>;
 }
 
@@ -59,6 +60,7 @@ async function ws(key: string, query = ''): Promise<WsClient> {
   });
   const client: WsClient = {
     messages,
+    send: (command) => socket.send(JSON.stringify(command)),
     next: (p, timeoutMs = 5000) => {
       const found = messages.find(p);
       if (found) return Promise.resolve(found);
@@ -117,6 +119,10 @@ describe('queue, worker and schedule events', () => {
     const configured = unique('evc');
     const queueStream = await sse(`/api/v1/events/queues/${q}`);
     const filtered = await sse('/api/v1/events?events=queue.resumed,WorkerDeregistered');
+    const subscribed = await ws(server.apiKey);
+    subscribed.send({ cmd: 'Subscribe', queue: q });
+    subscribed.send({ cmd: 'Ping' });
+    await subscribed.next((m) => m.type === 'Ping' && m !== subscribed.messages[0]);
 
     const expected: Expected[] = [];
     // Queues: POST pause/resume, and PUT config enabled=false/true.
@@ -174,6 +180,15 @@ describe('queue, worker and schedule events', () => {
     // The queue's stream: its queue.* events, not the worker registered on it.
     await queueStream.waitFor((e) => e.data.type === 'queue.resumed');
     assert.deepEqual(queueStream.events.filter((e) => e.data.type !== 'QueueStats').map((e) => `${e.data.type}:${e.data.data.queue_name}`), [`queue.paused:${q}`, `queue.resumed:${q}`]);
+    // A WebSocket subscribed to queue q: the events naming q, nothing else.
+    await subscribed.next(isEnvelope({ type: 'worker.deregistered', data: { worker_id: rest } }));
+    assert.deepEqual(subscribed.messages.filter((m) => m.type !== 'Ping').map((m) => `${m.type}:${m.data.queue_name}`),
+      [`queue.paused:${q}`, `queue.resumed:${q}`, `WorkerRegistered:${q}`, `WorkerDeregistered:${q}`]);
+    // The deliveries are listed with the webhook.
+    const hooks = await ok('GET', '/api/v1/outgoing-webhooks');
+    const mine = hooks.find((h: { url: string }) => h.url === hook.url);
+    const deliveries = await ok('GET', `/api/v1/outgoing-webhooks/${mine.id}/deliveries`);
+    for (const type of TYPES) assert.ok(deliveries.some((d: { event: string; status: string }) => d.event === type && d.status === 'success'), `${type} delivery listed`);
     // ?events= filters by name, in either spelling.
     await filtered.waitFor((e) => isEnvelope({ type: "worker.deregistered", data: { worker_id: silent } })(e.data));
     assert.deepEqual([...new Set(filtered.events.map((e) => e.data.type))].sort(), ['WorkerDeregistered', 'queue.resumed']);
@@ -257,6 +272,18 @@ describe('queue, worker and schedule events', () => {
     const mine = second.events.filter((e) => e.data.data?.queue_name === q && e.data.type !== 'JobStatusChange').map((e) => e.data.type);
     assert.deepEqual(mine.filter((t) => t !== 'JobCreated'), ['queue.resumed', 'WorkerRegistered', 'WorkerDeregistered'], 'missed ones once each, nothing from before, then live');
     assert.equal(mine.filter((t) => t === 'JobCreated').length, 1);
+    // The queue's stream resumes the same way: its queue.* events only.
+    const queueFirst = await sse(`/api/v1/events/queues/${q}`);
+    await ok('POST', `/api/v1/queues/${q}/pause`, { reason: 'one' });
+    await queueFirst.waitFor((e) => isEnvelope({ type: 'queue.paused', data: { queue_name: q, reason: 'one' } })(e.data));
+    const queueToken = queueFirst.lastEventId!;
+    queueFirst.close();
+    await ok('POST', `/api/v1/queues/${q}/resume`);
+    await ok('POST', `/api/v1/workers/register`, { queue_name: q, hostname: 'not-on-queue-stream' });
+    await ok('POST', `/api/v1/queues/${q}/pause`, { reason: 'two' });
+    const queueSecond = await sse(`/api/v1/events/queues/${q}`, { ...auth(server.apiKey), 'last-event-id': queueToken });
+    await queueSecond.waitFor((e) => isEnvelope({ type: 'queue.paused', data: { queue_name: q, reason: 'two' } })(e.data));
+    assert.deepEqual(queueSecond.events.filter((e) => e.data.type !== 'QueueStats').map((e) => e.data.type), ['queue.resumed', 'queue.paused']);
   });
 
   it('delivers an event whose transaction commits after later ones, live and after a reconnect', async () => {

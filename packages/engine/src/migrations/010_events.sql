@@ -11,7 +11,7 @@ CREATE TABLE spool.events (
   organization_id uuid NOT NULL REFERENCES spool.organizations (id) ON DELETE CASCADE,
   type            text NOT NULL CHECK (type IN ('queue.paused', 'queue.resumed', 'worker.registered', 'worker.deregistered', 'schedule.triggered')),
   -- the event's data as sent (snake_case keys, CONTRACT §4), without timestamp (that is created_at)
-  data            jsonb NOT NULL,
+  data            jsonb NOT NULL CHECK (jsonb_typeof(data) = 'object'),
   created_at      timestamptz NOT NULL DEFAULT now()
 );
 -- serves: a resuming realtime client's replay of one organization's events

@@ -226,6 +226,15 @@ describe('queue, worker and schedule events', () => {
   it('announces a queue first paused and enabled by concurrent transactions: paused, then resumed', async () => {
     const typesOf = async (q: string) => (await server.database.pool.query<{ type: string }>(
       "SELECT type FROM spool.events WHERE organization_id = $1 AND data->>'queue_name' = $2 ORDER BY id", [server.organizationId, q])).rows.map((r) => r.type);
+    // The racing request must be waiting on the uncommitted row before that commits.
+    const blocked = async () => {
+      for (let i = 0; i < 100; i++) {
+        const waiting = await server.database.pool.query("SELECT 1 FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock'");
+        if (waiting.rows.length > 0) return;
+        await new Promise((resolve) => setTimeout(resolve, 50));
+      }
+      throw new Error('the racing request never waited on the row lock');
+    };
     const pauser = new pg.Client({ connectionString: server.database.url });
     await pauser.connect();
     try {
@@ -234,7 +243,7 @@ describe('queue, worker and schedule events', () => {
       await pauser.query('BEGIN');
       await queuePause(pauser, server.organizationId, raced, null);
       const put = server.request('PUT', `/api/v1/queues/${raced}/config`, { body: { queue_name: raced, enabled: true } });
-      await new Promise((resolve) => setTimeout(resolve, 300));
+      await blocked();
       await pauser.query('COMMIT');
       const answer = await put;
       assert.equal(answer.status, 200, answer.text);
@@ -245,7 +254,7 @@ describe('queue, worker and schedule events', () => {
       await pauser.query('BEGIN');
       await pauser.query("INSERT INTO spool.queue_config (organization_id, queue_name) VALUES ($1, $2)", [server.organizationId, created]);
       const pause = server.request('POST', `/api/v1/queues/${created}/pause`, { body: {} });
-      await new Promise((resolve) => setTimeout(resolve, 300));
+      await blocked();
       await pauser.query('COMMIT');
       assert.equal((await pause).status, 200);
       assert.deepEqual(await typesOf(created), ['queue.paused']);

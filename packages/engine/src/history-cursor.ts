@@ -1,7 +1,9 @@
 /**
- * Reading the job history as an event log without losing events.
+ * Reading an append-only log without losing events: the job history
+ * (spool.job_history) or the event log (spool.events), one cursor per log
+ * and reader, since their ids are separate sequences.
  *
- * History ids come from an identity sequence, but transactions commit in any
+ * Log ids come from an identity sequence, but transactions commit in any
  * order: a reader that has seen id 12 may see id 11 only later. So a reader
  * remembers the ids it skipped ("gaps") and re-reads them until each is
  * settled: either it appeared, or every transaction that could own it has
@@ -10,8 +12,8 @@
  * reaches that horizon, the owner has committed (and the row was read) or
  * aborted (and the id will never appear). A gap older than `maxGapAgeMs` is
  * dropped too, so a transaction held open elsewhere (which holds xmin back)
- * cannot grow the set without bound; job operations commit within
- * milliseconds of writing their history, so in practice nothing is lost.
+ * cannot grow the set without bound; the writers commit within
+ * milliseconds of writing their rows, so in practice nothing is lost.
  */
 export interface HistoryGap {
   id: number;

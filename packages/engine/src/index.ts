@@ -47,5 +47,6 @@ export * from './ops/workflow.js';
 export * from './ops/job-dependencies.js';
 export * from './history-cursor.js';
 export * from './ops/history.js';
+export * from './ops/event.js';
 export * from './ops/webhook.js';
 export * from './ops/metrics.js';

@@ -2,22 +2,54 @@
 -- value (or the default for a new row). Disabling through config pauses.
 -- $12 true clears concurrency_limit when $11 is NULL (the limit is
 -- nullable on the wire: null means "no limit", absent means "unchanged").
-INSERT INTO spool.queue_config AS q (organization_id, queue_name, max_retries, default_timeout, rate_limit, enabled,
-                                     paused_at, settings, backoff_base_ms, backoff_max_ms, backoff_jitter_ms, concurrency_limit)
-VALUES ($1, $2, coalesce($3, 3), coalesce($4, 300), $5, coalesce($6, true),
-        CASE WHEN coalesce($6, true) THEN NULL ELSE now() END,
-        coalesce($7::jsonb, '{}'::jsonb), coalesce($8, 1000), coalesce($9, 60000), coalesce($10, 500), $11)
-ON CONFLICT (organization_id, queue_name) DO UPDATE
-SET max_retries = coalesce($3, q.max_retries),
-    default_timeout = coalesce($4, q.default_timeout),
-    rate_limit = coalesce($5, q.rate_limit),
-    enabled = coalesce($6, q.enabled),
-    paused_at = CASE WHEN coalesce($6, q.enabled) THEN NULL ELSE coalesce(q.paused_at, now()) END,
-    pause_reason = CASE WHEN coalesce($6, q.enabled) THEN NULL ELSE q.pause_reason END,
-    settings = coalesce($7::jsonb, q.settings),
-    backoff_base_ms = coalesce($8, q.backoff_base_ms),
-    backoff_max_ms = coalesce($9, q.backoff_max_ms),
-    backoff_jitter_ms = coalesce($10, q.backoff_jitter_ms),
-    concurrency_limit = CASE WHEN $12::boolean THEN $11 ELSE coalesce($11, q.concurrency_limit) END,
-    updated_at = now()
-RETURNING *;
+-- Enabling or disabling writes queue.resumed / queue.paused in the same
+-- statement (one NOTIFY on spool_events), as POST pause/resume do.
+WITH prior AS (
+  -- The row before this statement, locked (after a concurrent writer, its
+  -- version). Read before the upsert: the INSERT's source depends on it.
+  SELECT enabled FROM spool.queue_config WHERE organization_id = $1 AND queue_name = $2 FOR UPDATE
+),
+upserted AS (
+  INSERT INTO spool.queue_config AS q (organization_id, queue_name, max_retries, default_timeout, rate_limit, enabled,
+                                       paused_at, settings, backoff_base_ms, backoff_max_ms, backoff_jitter_ms, concurrency_limit)
+  SELECT $1, $2, coalesce($3, 3), coalesce($4, 300), $5, coalesce($6, true),
+         CASE WHEN coalesce($6, true) THEN NULL ELSE now() END,
+         coalesce($7::jsonb, '{}'::jsonb), coalesce($8, 1000), coalesce($9, 60000), coalesce($10, 500), $11
+  FROM (SELECT count(*) FROM prior) AS read_first
+  ON CONFLICT (organization_id, queue_name) DO UPDATE
+  SET max_retries = coalesce($3, q.max_retries),
+      default_timeout = coalesce($4, q.default_timeout),
+      rate_limit = coalesce($5, q.rate_limit),
+      enabled = coalesce($6, q.enabled),
+      paused_at = CASE WHEN coalesce($6, q.enabled) THEN NULL ELSE coalesce(q.paused_at, now()) END,
+      pause_reason = CASE WHEN coalesce($6, q.enabled) THEN NULL ELSE q.pause_reason END,
+      settings = coalesce($7::jsonb, q.settings),
+      backoff_base_ms = coalesce($8, q.backoff_base_ms),
+      backoff_max_ms = coalesce($9, q.backoff_max_ms),
+      backoff_jitter_ms = coalesce($10, q.backoff_jitter_ms),
+      concurrency_limit = CASE WHEN $12::boolean THEN $11 ELSE coalesce($11, q.concurrency_limit) END,
+      updated_at = now()
+  RETURNING q.*
+),
+event AS (
+  INSERT INTO spool.events (organization_id, type, data)
+  SELECT u.organization_id,
+         CASE WHEN u.enabled THEN 'queue.resumed' ELSE 'queue.paused' END,
+         CASE WHEN u.enabled THEN jsonb_build_object('queue_name', u.queue_name)
+              ELSE jsonb_build_object('queue_name', u.queue_name, 'reason', u.pause_reason) END
+  FROM upserted u
+  WHERE CASE
+          -- paused_at is null exactly while a queue runs: now() means this statement paused it
+          WHEN NOT u.enabled THEN u.paused_at = now()
+          WHEN EXISTS (SELECT 1 FROM prior) THEN NOT (SELECT enabled FROM prior)
+          -- No row before us: a row we created was never paused; one another
+          -- transaction created meanwhile may have been, so say resumed
+          -- (a harmless repeat rather than a missed resume).
+          ELSE u.created_at <> now()
+        END
+  RETURNING 1
+),
+notified AS (
+  SELECT pg_notify('spool_events', '') WHERE EXISTS (SELECT 1 FROM event)
+)
+SELECT u.* FROM upserted u LEFT JOIN notified ON true;

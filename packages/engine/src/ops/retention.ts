@@ -6,6 +6,7 @@ const retentionDelete = sqlFile(import.meta.url, './job-retention-delete.sql');
 const markOffline = sqlFile(import.meta.url, './worker-mark-offline.sql');
 const tokenPrune = sqlFile(import.meta.url, './revoked-token-prune.sql');
 const runPrune = sqlFile(import.meta.url, './schedule-run-prune.sql');
+const eventPruneSql = sqlFile(import.meta.url, './event-prune.sql');
 
 /** Finished statuses with a retention window, and the settings key that overrides it per queue. */
 export type RetainedStatus = 'completed' | 'failed' | 'cancelled' | 'deadletter';
@@ -45,4 +46,9 @@ export async function revokedTokenPrune(db: Queryable, graceMs: number, batchSiz
 /** Deletes schedule runs older than `days`. Returns how many. */
 export async function scheduleRunPrune(db: Queryable, days: number, batchSize: number): Promise<number> {
   return (await run(db, runPrune, [days, batchSize])).length;
+}
+
+/** Deletes up to `batchSize` events (spool.events) older than `days`. Returns how many. */
+export async function eventPrune(db: Queryable, days: number, batchSize: number): Promise<number> {
+  return (await run(db, eventPruneSql, [days, batchSize])).length;
 }

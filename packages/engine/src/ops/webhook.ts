@@ -1,5 +1,5 @@
 import type { Db, Queryable } from '../db.js';
-import { run, sqlFile, transaction } from '../db.js';
+import { run, sqlFile, transaction, type Statement } from '../db.js';
 import { HistoryCursor, type HistoryCursorState } from '../history-cursor.js';
 import { isUuid } from '../ids.js';
 
@@ -14,6 +14,7 @@ const record = sqlFile(import.meta.url, './webhook-delivery-record.sql');
 const defer = sqlFile(import.meta.url, './webhook-delivery-defer.sql');
 const take = sqlFile(import.meta.url, './webhook-delivery-take.sql');
 const dispatch = sqlFile(import.meta.url, './webhook-dispatch.sql');
+const dispatchEvents = sqlFile(import.meta.url, './webhook-dispatch-events.sql');
 
 /** Outgoing webhook events (CONTRACT §1.7). */
 export const WEBHOOK_EVENTS = [
@@ -154,26 +155,37 @@ export async function webhookDeliveryTake(db: Queryable, organizationId: string,
 }
 
 /**
- * Reads the next stretch of job history into deliveries, under the
- * `webhooks` cursor row's lock (skipped when another process holds it).
- * Returns how many history rows were read and deliveries created.
+ * The logs the dispatcher turns into deliveries, each with its cursor row in
+ * spool.event_cursors: the job history and the event log (spool.events).
+ */
+const DISPATCHED_LOGS: Record<string, Statement> = { webhooks: dispatch, 'webhook-events': dispatchEvents };
+
+/**
+ * Reads the next stretch of each log (job history, event log) into
+ * deliveries, under its cursor row's lock (a log whose row another process
+ * holds is skipped), in one transaction. Returns how many log rows were
+ * read and deliveries created.
  */
 export async function webhookDispatch(db: Db, limit = 1000): Promise<{ read: number; created: number }> {
   return transaction(db, async (client) => {
-    const locked = await client.query<{ scanned_to: number; gaps: HistoryCursorState['gaps'] }>(
-      "SELECT scanned_to, gaps FROM spool.event_cursors WHERE name = 'webhooks' FOR UPDATE SKIP LOCKED",
+    const locked = await client.query<{ name: string; scanned_to: number; gaps: HistoryCursorState['gaps'] }>(
+      'SELECT name, scanned_to, gaps FROM spool.event_cursors WHERE name = ANY($1::text[]) ORDER BY name FOR UPDATE SKIP LOCKED',
+      [Object.keys(DISPATCHED_LOGS)],
     );
-    const state = locked.rows[0];
-    if (!state) return { read: 0, created: 0 };
-    const cursor = new HistoryCursor({ scannedTo: state.scanned_to, gaps: state.gaps });
-    const before = cursor.scannedTo;
-    const [row] = await run<{ ids: number[]; snapshot_xmin: string; snapshot_xmax: string; created: number }>(client, dispatch, [before, cursor.gapIds(), limit]);
-    const ids = row!.ids.map(Number);
-    cursor.advance(ids, BigInt(row!.snapshot_xmin), BigInt(row!.snapshot_xmax));
-    const next = cursor.toState();
-    if (next.scannedTo !== before || JSON.stringify(next.gaps) !== JSON.stringify(state.gaps)) {
-      await client.query("UPDATE spool.event_cursors SET scanned_to = $1, gaps = $2::jsonb, updated_at = now() WHERE name = 'webhooks'", [next.scannedTo, JSON.stringify(next.gaps)]);
+    const total = { read: 0, created: 0 };
+    for (const state of locked.rows) {
+      const cursor = new HistoryCursor({ scannedTo: state.scanned_to, gaps: state.gaps });
+      const before = cursor.scannedTo;
+      const [row] = await run<{ ids: number[]; snapshot_xmin: string; snapshot_xmax: string; created: number }>(client, DISPATCHED_LOGS[state.name]!, [before, cursor.gapIds(), limit]);
+      const ids = row!.ids.map(Number);
+      cursor.advance(ids, BigInt(row!.snapshot_xmin), BigInt(row!.snapshot_xmax));
+      const next = cursor.toState();
+      if (next.scannedTo !== before || JSON.stringify(next.gaps) !== JSON.stringify(state.gaps)) {
+        await client.query('UPDATE spool.event_cursors SET scanned_to = $1, gaps = $2::jsonb, updated_at = now() WHERE name = $3', [next.scannedTo, JSON.stringify(next.gaps), state.name]);
+      }
+      total.read += ids.filter((id) => id > before).length;
+      total.created += row!.created;
     }
-    return { read: ids.filter((id) => id > before).length, created: row!.created };
+    return total;
   });
 }

@@ -1,5 +1,5 @@
 import type { Db } from '../db.js';
-import { jobRetentionDelete } from '../ops/retention.js';
+import { eventPrune, jobRetentionDelete } from '../ops/retention.js';
 import { LoopService, type LoopServiceOptions } from './service.js';
 
 export interface JobRetentionOptions extends Partial<LoopServiceOptions> {
@@ -9,7 +9,9 @@ export interface JobRetentionOptions extends Partial<LoopServiceOptions> {
   failedDays?: number;
   /** Days a cancelled (or expired) job is kept. Default 7. */
   cancelledDays?: number;
-  /** Jobs deleted per statement. Default 1000. */
+  /** Days an event of the event log (queue, worker, schedule events) is kept. Default 7. */
+  eventDays?: number;
+  /** Jobs (and events) deleted per statement. Default 1000. */
   batchSize?: number;
 }
 
@@ -19,18 +21,22 @@ export interface JobRetentionOptions extends Partial<LoopServiceOptions> {
  * touched. Each queue may override the windows in
  * queue_config.settings.retention.{completed,failed,cancelled}_days.
  * Bounded batches; runs again at once while batches are full, else every
- * `idleMs` (default 60 s). Dead-lettered jobs: see DlqRetention.
+ * `idleMs` (default 60 s). Dead-lettered jobs: see DlqRetention. The event
+ * log (spool.events) is pruned here too: its rows belong to no job, so
+ * nothing else would delete them.
  */
 export class JobRetention extends LoopService {
   readonly name = 'job-retention';
   readonly #db: Db;
   readonly #days: { completed: number; failed: number; cancelled: number };
+  readonly #eventDays: number;
   readonly #batchSize: number;
 
   constructor(db: Db, options: JobRetentionOptions = {}) {
     super({ idleMs: options.idleMs ?? 60_000, errorDelayMs: options.errorDelayMs, startDelayMs: options.startDelayMs ?? 10_000, log: options.log });
     this.#db = db;
     this.#days = { completed: options.completedDays ?? 7, failed: options.failedDays ?? 30, cancelled: options.cancelledDays ?? 7 };
+    this.#eventDays = options.eventDays ?? 7;
     this.#batchSize = options.batchSize ?? 1000;
   }
 
@@ -38,6 +44,8 @@ export class JobRetention extends LoopService {
     const deleted = await jobRetentionDelete(this.#db, this.#days, this.#batchSize);
     this.count('jobs_deleted', deleted.jobs);
     this.count('history_deleted', deleted.history);
-    return deleted.jobs >= this.#batchSize ? 0 : this.idleMs;
+    const events = await eventPrune(this.#db, this.#eventDays, this.#batchSize);
+    this.count('events_deleted', events);
+    return deleted.jobs >= this.#batchSize || events >= this.#batchSize ? 0 : this.idleMs;
   }
 }

@@ -1,4 +1,4 @@
-import type { HistoryEvent } from '@spool/engine';
+import type { HistoryEvent, LogEvent } from '@spool/engine';
 
 /** The wire envelope (CONTRACT §4): `{ type, data }`; every `data` carries `timestamp`. */
 export interface Envelope {
@@ -6,14 +6,27 @@ export interface Envelope {
   data: Record<string, unknown>;
 }
 
-/** An event of the job history, as the envelopes it produces. */
+/**
+ * The logs realtime reads: the job history (spool.job_history) and the
+ * event log of everything else (spool.events). Their ids are separate
+ * sequences, so a position names the log.
+ */
+export type LogName = 'history' | 'events';
+
+/** A row of one log, as the envelopes it produces. */
 export interface RealtimeEvent {
+  log: LogName;
+  /** The row's id in its log. */
   id: number;
   organizationId: string;
+  /** '' when the event concerns no job. */
   jobId: string;
+  /** '' when the event concerns no queue. */
   queueName: string;
   fromStatus: string | null;
   toStatus: string | null;
+  /** The event log's type (`queue.paused`, …); null for job history. */
+  eventType: string | null;
   envelopes: Envelope[];
 }
 
@@ -35,6 +48,13 @@ export const EVENT_NAMES: Record<string, string> = {
 /** The dotted name of an envelope type (dotted types are their own name). */
 export function dottedName(type: string): string {
   return EVENT_NAMES[type] ?? type;
+}
+
+const WIRE_TYPES: Record<string, string> = Object.fromEntries(Object.entries(EVENT_NAMES).map(([wire, dotted]) => [dotted, wire]));
+
+/** The wire type of a dotted name: the PascalCase one where CONTRACT §4 has it, else the dotted name. */
+export function wireType(dotted: string): string {
+  return WIRE_TYPES[dotted] ?? dotted;
 }
 
 /**
@@ -81,12 +101,35 @@ export function eventFromHistory(row: HistoryEvent): RealtimeEvent {
     }, at));
   }
   return {
+    log: 'history',
     id: row.id,
     organizationId: row.organization_id,
     jobId: row.job_id,
     queueName: row.queue_name,
     fromStatus: row.from_status,
     toStatus: row.to_status,
+    eventType: null,
     envelopes,
+  };
+}
+
+/**
+ * Turns one row of the event log into its envelope: `WorkerRegistered` and
+ * `WorkerDeregistered` by their PascalCase wire names, the others
+ * (`queue.paused`, `queue.resumed`, `schedule.triggered`) by their dotted
+ * names, as CONTRACT §4 says.
+ */
+export function eventFromLog(row: LogEvent): RealtimeEvent {
+  const text = (value: unknown): string => (typeof value === 'string' ? value : '');
+  return {
+    log: 'events',
+    id: row.id,
+    organizationId: row.organization_id,
+    jobId: text(row.data.job_id),
+    queueName: text(row.data.queue_name),
+    fromStatus: null,
+    toStatus: null,
+    eventType: row.type,
+    envelopes: [envelope(wireType(row.type), row.data, row.created_at)],
   };
 }

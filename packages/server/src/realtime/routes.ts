@@ -10,7 +10,7 @@ import { dottedName, envelope, parseEventFilter, type RealtimeEvent } from './ev
 import { RealtimeHub } from './hub.js';
 import { StreamPosition } from './position.js';
 import { SseConnection } from './sse.js';
-import { HistoryStream } from './stream.js';
+import { EventStream } from './stream.js';
 import { websocketRoute } from './ws.js';
 
 const SYSTEM_HEALTH_MS = 10_000;
@@ -40,7 +40,7 @@ async function openSse(rt: RealtimeContext, request: FastifyRequest, reply: Fast
 }
 
 /** Attaches the stream, then starts the response: every event from then on reaches the client. */
-async function start(rt: RealtimeContext, conn: SseConnection, stream: HistoryStream, resume: StreamPosition | null, beforeLive?: () => Promise<void>): Promise<void> {
+async function start(rt: RealtimeContext, conn: SseConnection, stream: EventStream, resume: StreamPosition | null, beforeLive?: () => Promise<void>): Promise<void> {
   conn.onClose(() => stream.close(rt.hub));
   try {
     await stream.open(rt.hub, rt.app.db, resume, { attached: () => conn.begin(), beforeLive });
@@ -52,11 +52,11 @@ async function start(rt: RealtimeContext, conn: SseConnection, stream: HistorySt
 
 function sseRoutes(app: FastifyInstance, rt: RealtimeContext): void {
   app.get<{ Querystring: { events?: string } }>('/events', {
-    schema: { tags: ['realtime'], summary: "Server-Sent Events: the organization's job events (supports Last-Event-ID)", querystring: EventsQuery },
+    schema: { tags: ['realtime'], summary: "Server-Sent Events: the organization's job, queue, worker and schedule events (supports Last-Event-ID)", querystring: EventsQuery },
   }, async (request, reply) => {
     const { auth, conn } = await openSse(rt, request, reply);
     const filter = parseEventFilter(request.query.events);
-    const stream = new HistoryStream({
+    const stream = new EventStream({
       organizationId: auth.organizationId,
       onEvent: (event, token) => {
         const envelopes = event.envelopes.filter((e) => !filter || filter.has(dottedName(e.type)));
@@ -83,11 +83,11 @@ function sseRoutes(app: FastifyInstance, rt: RealtimeContext): void {
       last = to;
       if (isTerminal(to as JobStatus)) conn.close();
     };
-    const stream = new HistoryStream({
+    const stream = new EventStream({
       organizationId: auth.organizationId,
       jobId: isUuid(jobId) ? jobId : null,
       onEvent: (event, token) => {
-        if (event.jobId !== jobId || event.id <= ignoreUpTo || !event.toStatus || event.toStatus === last) return;
+        if (event.log !== 'history' || event.jobId !== jobId || event.id <= ignoreUpTo || !event.toStatus || event.toStatus === last) return;
         change(event, last ?? event.fromStatus ?? '', event.toStatus, token());
       },
       onOverflow: () => conn.close(),
@@ -109,7 +109,7 @@ function sseRoutes(app: FastifyInstance, rt: RealtimeContext): void {
   });
 
   app.get<{ Params: { name: string } }>('/events/queues/:name', {
-    schema: { tags: ['realtime'], summary: "Server-Sent Events: a queue's QueueStats every 5 s and its job events", params: Type.Object({ name: Type.String() }), querystring: EventsQuery },
+    schema: { tags: ['realtime'], summary: "Server-Sent Events: a queue's QueueStats every 5 s, its job events and queue.paused/queue.resumed", params: Type.Object({ name: Type.String() }), querystring: EventsQuery },
   }, async (request, reply) => {
     const { auth, conn } = await openSse(rt, request, reply);
     const queueName = request.params.name;
@@ -121,11 +121,13 @@ function sseRoutes(app: FastifyInstance, rt: RealtimeContext): void {
         rt.app.logger.warn({ err }, 'queue stats for realtime failed');
       }
     };
-    const stream = new HistoryStream({
+    const stream = new EventStream({
       organizationId: auth.organizationId,
       queueName,
       onEvent: (event, token) => {
-        if (event.queueName === queueName && event.envelopes.length > 0) conn.send(event.envelopes, token());
+        // The queue's job events and its queue.paused / queue.resumed.
+        if (event.queueName !== queueName || (event.eventType !== null && !event.eventType.startsWith('queue.'))) return;
+        if (event.envelopes.length > 0) conn.send(event.envelopes, token());
       },
       onOverflow: () => conn.close(),
     });

@@ -1,7 +1,8 @@
-import { historyReplay, type Db } from '@spool/engine';
-import { envelope, eventFromHistory, type RealtimeEvent } from './events.js';
-import type { HubSubscriber, RealtimeHub } from './hub.js';
-import { StreamPosition, type HubBatch } from './position.js';
+import type { Db } from '@spool/engine';
+import { envelope, type RealtimeEvent } from './events.js';
+import type { HubSubscriber, LogPoint, RealtimeHub } from './hub.js';
+import { LOG_SOURCES, type LogSource } from './logs.js';
+import { LogPosition, StreamPosition, type HubBatch } from './position.js';
 
 export interface StreamOptions {
   organizationId: string;
@@ -24,11 +25,12 @@ const REPLAY_PAGE = 1000;
 const REPLAY_MAX_PAGES = 50;
 
 /**
- * One realtime client's subscription to the hub. Batches that arrive while
- * a resume replay is running are buffered (bounded) and then applied, so the
- * replay and the live feed meet without a hole or a duplicate.
+ * One realtime client's subscription to the hub, over every log. Batches
+ * that arrive while a resume replay is running are buffered (bounded) and
+ * then applied, so the replay and the live feed meet without a hole or a
+ * duplicate.
  */
-export class HistoryStream implements HubSubscriber {
+export class EventStream implements HubSubscriber {
   readonly #options: StreamOptions;
   #position: StreamPosition | null = null;
   #buffer: HubBatch[] | null = [];
@@ -51,18 +53,26 @@ export class HistoryStream implements HubSubscriber {
   /**
    * Attaches to the hub (then calls `attached`: from here on no event is
    * missed, so that is when a client may be told it is connected); with a
-   * resume point, replays what the client missed (from the database); then
-   * runs `beforeLive` and applies the live batches that arrived meanwhile. Returns false if the resume point was too
-   * old to replay (the client then starts from now, after an Error event).
+   * resume point, replays what the client missed of each log (from the
+   * database); then runs `beforeLive` and applies the live batches that
+   * arrived meanwhile. Returns false if the resume point was too old to
+   * replay in some log (the client then continues from now there, after an
+   * Error event).
    */
   async open(hub: RealtimeHub, db: Db, resume: StreamPosition | null, hooks: OpenHooks = {}): Promise<boolean> {
-    const { scannedTo, gaps } = await hub.attach(this);
+    const points = await hub.attach(this);
     hooks.attached?.();
+    // Every log has its position before anything is sent: a token given
+    // during the replay of one log must name where the client is in the others.
+    const position = new StreamPosition();
+    for (const source of LOG_SOURCES) {
+      const point = points[source.name];
+      position.logs[source.name] = resume?.logs[source.name] ?? new LogPosition(point.scannedTo, point.gaps);
+    }
+    this.#position = position;
     let complete = true;
-    if (!resume) {
-      this.#position = new StreamPosition(scannedTo, gaps);
-    } else {
-      complete = await this.#replay(db, resume, scannedTo, gaps, hub);
+    for (const source of LOG_SOURCES) {
+      if (resume?.logs[source.name] && !(await this.#replay(db, source, points[source.name], hub))) complete = false;
     }
     // e.g. reading a job's current status: after attaching, before live events flow.
     if (hooks.beforeLive) await hooks.beforeLive();
@@ -77,13 +87,16 @@ export class HistoryStream implements HubSubscriber {
     hub.detach(this);
   }
 
-  async #replay(db: Db, resume: StreamPosition, upTo: number, hubGaps: number[], hub: RealtimeHub): Promise<boolean> {
-    const position = resume;
-    const wanted = [...position.missing].filter((id) => id <= upTo);
+  /** Replays one log from the client's position up to where the hub stood when it attached. */
+  async #replay(db: Db, source: LogSource, point: LogPoint, hub: RealtimeHub): Promise<boolean> {
+    const position = this.#position!;
+    const log = position.logs[source.name]!;
+    const upTo = point.scannedTo;
+    const wanted = [...log.missing].filter((id) => id <= upTo);
     const seen = new Set<number>();
-    let after = position.covered;
+    let after = log.covered;
     for (let page = 0; page < REPLAY_MAX_PAGES; page++) {
-      const rows = await historyReplay(db, {
+      const events = await source.replay(db, {
         organizationId: this.#options.organizationId,
         after,
         upTo,
@@ -93,29 +106,30 @@ export class HistoryStream implements HubSubscriber {
         limit: REPLAY_PAGE,
       });
       if (this.#closed) return true;
-      for (const row of rows) seen.add(row.id);
-      const last = rows.length === REPLAY_PAGE ? rows[rows.length - 1]!.id : upTo;
-      position.apply({ events: rows.map(eventFromHistory), scannedTo: Math.max(last, position.covered), gaps: hubGaps }, (event, token) => this.#emit(event, token));
-      if (rows.length < REPLAY_PAGE) {
+      for (const event of events) seen.add(event.id);
+      const last = events.length === REPLAY_PAGE ? events[events.length - 1]!.id : upTo;
+      position.apply({ log: source.name, events, scannedTo: Math.max(last, log.covered), gaps: point.gaps }, (event, token) => this.#emit(event, token));
+      if (events.length < REPLAY_PAGE) {
         // Ids the client lacks that are still not visible: the hub watches them from now on.
         const pending = wanted.filter((id) => !seen.has(id));
-        hub.addGaps(pending);
-        position.finish(upTo, [...new Set([...hubGaps, ...pending])].sort((a, b) => a - b));
-        this.#position = position;
+        hub.addGaps(source.name, pending);
+        log.finish(upTo, [...new Set([...point.gaps, ...pending])].sort((a, b) => a - b));
         return true;
       }
       after = last;
     }
+    position.logs[source.name] = new LogPosition(upTo, point.gaps);
     this.#options.onEvent({
+      log: source.name,
       id: 0,
       organizationId: this.#options.organizationId,
       jobId: '',
       queueName: '',
       fromStatus: null,
       toStatus: null,
+      eventType: null,
       envelopes: [envelope('Error', { message: 'Last-Event-ID is too far behind to replay; continuing from now' })],
-    }, () => String(upTo));
-    this.#position = new StreamPosition(upTo, hubGaps);
+    }, () => position.token());
     return false;
   }
 

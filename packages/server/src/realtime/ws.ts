@@ -6,7 +6,7 @@ import type { Closable } from './connections.js';
 import { realtimeCredential } from './connections.js';
 import { dottedName, envelope, parseEventFilter, type Envelope, type RealtimeEvent } from './events.js';
 import type { RealtimeContext } from './routes.js';
-import { HistoryStream } from './stream.js';
+import { EventStream } from './stream.js';
 
 const MAX_CONNECTIONS_PER_ORG = 100;
 const PING_MS = 30_000;
@@ -97,7 +97,7 @@ class WsClient implements Closable {
 export function websocketRoute(app: FastifyInstance, rt: RealtimeContext): void {
   app.get<{ Querystring: WsQuery }>('/ws', {
     websocket: true,
-    schema: { tags: ['realtime'], summary: 'WebSocket: Ping on open and every 30 s; job events; Subscribe/Unsubscribe/Ping commands' },
+    schema: { tags: ['realtime'], summary: 'WebSocket: Ping on open and every 30 s; job, queue, worker and schedule events; Subscribe/Unsubscribe/Ping commands' },
     onRequest: async (request: FastifyRequest) => {
       request.auth = await authenticate(rt.app.db, rt.app.tokens, realtimeCredential(request));
       if (rt.connections.count(request.auth.organizationId, (c) => (c as { kind?: string }).kind === 'ws') >= MAX_CONNECTIONS_PER_ORG) {
@@ -108,7 +108,7 @@ export function websocketRoute(app: FastifyInstance, rt: RealtimeContext): void 
     const auth = request.auth!;
     const client = new WsClient(socket, auth.organizationId, request.query);
     const unregister = rt.connections.add(client);
-    const stream = new HistoryStream({
+    const stream = new EventStream({
       organizationId: auth.organizationId,
       onEvent: (event) => client.deliver(event),
       onOverflow: () => socket.terminate(),

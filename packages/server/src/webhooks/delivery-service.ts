@@ -24,8 +24,9 @@ export interface WebhookDeliveryOptions extends Partial<LoopServiceOptions> {
 
 /**
  * Outgoing webhook delivery (CONTRACT §3.11). Each round it (1) turns new
- * job history into rows of the durable delivery queue (one process at a
- * time, under the cursor row's lock) and (2) claims due deliveries with
+ * job history and new events (spool.events) into rows of the durable
+ * delivery queue (one process per log at a time, under the cursor rows'
+ * locks) and (2) claims due deliveries with
  * SKIP LOCKED and sends them without waiting for slow receivers. Failed
  * attempts are retried after 1, 2, 4 and 8 s plus jitter, five attempts in
  * all; a delivery survives restarts because it lives in the table. Safe to

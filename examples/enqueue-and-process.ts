@@ -48,7 +48,7 @@ await runExample('enqueue and process', async (spool) => {
       if (ours.size === 0) resolve();
     });
   });
-  worker.on('started', (job) => console.log(`${clock()} started   ${job.id} (to ${(job.payload as Email).to})`));
+  worker.on('started', (job) => console.log(`${clock()} started   ${job.id} (to ${job.payload.to})`));
   worker.on('failed', (job, error) => console.log(`${clock()} failed    ${job.id}: ${error}`));
   await worker.start();
   console.log(`worker ${worker.workerId} is processing ${QUEUE} (concurrency 2)`);

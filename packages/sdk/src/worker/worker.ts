@@ -52,11 +52,12 @@ export interface FailedInfo {
   retryable: boolean;
 }
 
-export interface WorkerEvents {
-  started: [job: ClaimedJob];
-  completed: [job: ClaimedJob, result: unknown];
-  failed: [job: ClaimedJob, error: unknown, info: FailedInfo];
-  error: [error: unknown, job?: ClaimedJob];
+/** Listener arguments; jobs carry the worker's payload type `P`, results its result type `R`. */
+export interface WorkerEvents<P = unknown, R = unknown> {
+  started: [job: ClaimedJob<P>];
+  completed: [job: ClaimedJob<P>, result: R];
+  failed: [job: ClaimedJob<P>, error: unknown, info: FailedInfo];
+  error: [error: unknown, job?: ClaimedJob<P>];
   stopped: [];
 }
 
@@ -79,7 +80,7 @@ function cleanHostname(name: string): string {
   return name.replace(/[^A-Za-z0-9._-]/g, '-').slice(0, 255) || 'unknown';
 }
 
-export class Worker<P = unknown, R = unknown> extends EventEmitter<WorkerEvents> {
+export class Worker<P = unknown, R = unknown> extends EventEmitter<WorkerEvents<P, R>> {
   readonly queue: string;
   readonly #client: WorkerClient;
   readonly #options: Required<Omit<WorkerOptions, 'metadata'>> & { metadata: Record<string, unknown> };
@@ -293,7 +294,7 @@ export class Worker<P = unknown, R = unknown> extends EventEmitter<WorkerEvents>
       onError: (err, failedJob) => this.#emitError(err, failedJob),
     });
     this.#running.set(job.id, running);
-    this.emit('started', job);
+    this.emit('started', job as ClaimedJob<P>);
     running.start(this.#handler as Handler);
   }
 
@@ -333,11 +334,11 @@ export class Worker<P = unknown, R = unknown> extends EventEmitter<WorkerEvents>
       return;
     }
     if (outcome.kind === 'complete') {
-      this.emit('completed', job, outcome.result);
+      this.emit('completed', job as ClaimedJob<P>, outcome.result as R);
       return;
     }
     const willRetry = answer.willRetry ?? (outcome.retryable && job.retryCount < job.maxRetries);
-    this.emit('failed', job, outcome.cause ?? new Error(outcome.error), { willRetry, retryable: outcome.retryable });
+    this.emit('failed', job as ClaimedJob<P>, outcome.cause ?? new Error(outcome.error), { willRetry, retryable: outcome.retryable });
   }
 
   /** Heartbeats still on the wire; deregistration waits for them so a late one cannot revive the worker. */
@@ -360,7 +361,7 @@ export class Worker<P = unknown, R = unknown> extends EventEmitter<WorkerEvents>
 
   /** Errors go to 'error' listeners; with none, to stderr (an unheard 'error' event would crash the process). */
   #emitError(err: unknown, job?: ClaimedJob): void {
-    if (this.listenerCount('error') > 0) this.emit('error', err, job);
+    if (this.listenerCount('error') > 0) this.emit('error', err, job as ClaimedJob<P> | undefined);
     else console.warn(`spool worker (${this.queue}): ${err instanceof Error ? err.message : String(err)}`);
   }
 }

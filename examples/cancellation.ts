@@ -6,10 +6,12 @@
  * 1. A job scheduled for later is cancelled before it starts: it ends
  *    `cancelled` at once and never runs.
  * 2. A long export job is cancelled while a worker runs it. Spool cannot stop
- *    someone else's code, so it asks: the worker learns of the request and
- *    aborts the handler's `ctx.signal`, and the handler stops cooperatively
- *    (checks the signal between chunks, passes it to what it awaits, cleans
- *    up). The worker reports back and the job ends `cancelled`, without retry.
+ *    someone else's code, so it asks: the worker learns of the request from
+ *    the queue's realtime stream within moments (or, failing that, from its
+ *    next heartbeat) and aborts the handler's `ctx.signal`. The handler stops
+ *    cooperatively: it checks the signal between chunks, passes it to what it
+ *    awaits, and cleans up. The worker reports back and the job ends
+ *    `cancelled`, without retry.
  */
 import { setTimeout as sleep } from 'node:timers/promises';
 import { JobCancelledError, Worker } from '@spool/sdk';

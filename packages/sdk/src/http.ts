@@ -159,6 +159,45 @@ export class Transport {
     }
   }
 
+  /**
+   * Opens a streaming response (Server-Sent Events) and returns it unread.
+   * No timeout once the headers arrived (`timeoutMs` bounds only the wait for
+   * them); not retried: long-lived streams reconnect themselves. A refusal
+   * throws the same typed errors as `request()`.
+   */
+  async open(spec: RequestSpec): Promise<Response> {
+    const url = this.#url(spec.path, spec.query);
+    const timeoutMs = spec.timeoutMs ?? this.#timeoutMs;
+    const connect = new AbortController();
+    const timer = setTimeout(() => connect.abort(new SpoolTimeoutError(url, timeoutMs)), timeoutMs);
+    const signal = spec.signal ? AbortSignal.any([spec.signal, connect.signal]) : connect.signal;
+    let response: Response;
+    try {
+      response = await this.#fetch(url, { method: spec.method, headers: { ...this.#requestHeaders(spec, false), accept: 'text/event-stream' }, signal });
+    } catch (err) {
+      if (spec.signal?.aborted) throw spec.signal.reason;
+      if (connect.signal.aborted) throw connect.signal.reason;
+      const code = causeCode(err);
+      throw new SpoolNetworkError(`Cannot reach ${this.baseUrl}: ${code ?? String(err)}`, url, { code, cause: err });
+    } finally {
+      clearTimeout(timer);
+    }
+    if (response.ok) return response;
+    const text = await response.text().catch(() => '');
+    let body: unknown = text || undefined;
+    try {
+      if ((response.headers.get('content-type') ?? '').includes('application/json') && text) body = JSON.parse(text);
+    } catch {
+      // keep the text
+    }
+    throw errorFromBody(response.status, body, {
+      requestId: response.headers.get('x-request-id') ?? undefined,
+      method: spec.method,
+      path: spec.path,
+      retryAfterMs: parseRetryAfter(response.headers.get('retry-after')),
+    });
+  }
+
   #shouldRetryStatus(status: number, idempotent: boolean): boolean {
     if (status === 429) return true;
     return status >= 500 && idempotent;

@@ -96,6 +96,8 @@ describe('examples', { concurrency: 3 }, () => {
     assert.match(run.stdout, /scheduled in an hour: cancel → cancelled; status now cancelled$/m);
     assert.match(run.stdout, /while it runs → cancel_requested$/m);
     assert.match(run.stdout, /handler: signal aborted at chunk \d+ \(JobCancelledError\)/);
+    const latency = Number(/^the handler stopped (\d+) ms after the cancel request$/m.exec(run.stdout)?.[1]);
+    assert.ok(latency < 1000, `the realtime stream should bring the cancellation within a second, took ${latency} ms`);
     assert.match(run.stdout, /status cancelled, retries used 0$/m);
   });
 

@@ -145,7 +145,12 @@ export class Transport {
         await sleep(this.#backoff(attempt), spec.signal);
         continue;
       }
-      if (response.ok) return (spec.raw ? body : fromWire(body)) as T;
+      if (response.ok) {
+        if (!spec.raw && typeof body === 'string' && (response.headers.get('content-type') ?? '').includes('text/html')) {
+          throw new SpoolNetworkError(`${spec.method} ${spec.path} answered with an HTML page, not JSON: is ${this.baseUrl} a Spool server?`, this.baseUrl + spec.path);
+        }
+        return (spec.raw ? body : fromWire(body)) as T;
+      }
       const retryAfterMs = parseRetryAfter(response.headers.get('retry-after'));
       const error = errorFromBody(response.status, body, {
         requestId: response.headers.get('x-request-id') ?? undefined,

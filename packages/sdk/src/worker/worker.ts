@@ -1,6 +1,7 @@
 /**
  * The worker runtime: registers, claims jobs with the long poll, runs the
- * handler with up to `concurrency` jobs at once, heartbeats their leases and
+ * handler with up to `concurrency` jobs at once, heartbeats their leases,
+ * listens on the queue's realtime stream for cancellation of running jobs and
  * reports outcomes in batches. Stops in two phases. Installs no signal
  * handlers: the application decides when to call `stop()`.
  */

@@ -85,7 +85,7 @@ test('dead-letter queue, queues and workers against the real server', async () =
   assert.match(workers.stdout, /\slive-dlq\s+cli-box\s+healthy\s+0\/4\s/);
 });
 
-test('schedules, dlq retry and purge, workers and stats against the real server, human and --json', async () => {
+test('schedules against the real server, human and --json', async () => {
   const created = await spool('schedules', 'create', 'live-nightly', '--cron', '0 0 3 * * *', '--timezone', 'Europe/Berlin', '--queue', 'live-sched', '--payload', '{"kind":"nightly"}', '--json');
   assert.equal(created.code, 0, created.stderr);
   const schedule = JSON.parse(created.stdout);
@@ -108,7 +108,9 @@ test('schedules, dlq retry and purge, workers and stats against the real server,
   const badCron = await spool('schedules', 'create', 'broken', '--cron', '0 0 25 * * *', '--queue', 'live-sched');
   assert.equal(badCron.code, 1);
   assert.match(badCron.stderr, /^spool: cron_expression .*\(400 VALIDATION_ERROR, request \S+\)$/m);
+});
 
+test('dlq retry and purge, workers and stats against the real server, human and --json', async () => {
   // Two dead letters: one replayed with `dlq retry`, the other purged.
   const dead: string[] = [];
   for (const n of [1, 2]) {
@@ -134,7 +136,7 @@ test('schedules, dlq retry and purge, workers and stats against the real server,
   assert.match(stats.stdout, new RegExp(`^Spool \\S+ at ${server.url.replace(/[.]/g, '\\.')}, up \\d+ s$`, 'm'));
   assert.match(stats.stdout, /^Last hour: \d+ created, \d+ completed, \d+ failed$/m);
   const statsJson = JSON.parse((await spool('stats', '--json')).stdout);
-  assert.ok(statsJson.jobs.total >= 5);
+  assert.ok(statsJson.jobs.total >= 2);
 });
 
 test('against the real server: a wrong key and a --url with the API path get hints', async () => {

@@ -33,8 +33,21 @@ export class UsageError extends Error {
   }
 }
 
+/** The server URL from --url / SPOOL_URL, refused as a usage error when it cannot be one. */
+export function serverUrl(raw: string): string {
+  let url: URL;
+  try {
+    url = new URL(raw);
+  } catch {
+    throw new UsageError(`--url / SPOOL_URL is not a URL: "${raw}" (expected something like ${DEFAULT_URL})`);
+  }
+  if (url.protocol !== 'http:' && url.protocol !== 'https:') throw new UsageError(`--url / SPOOL_URL must be an http:// or https:// URL, got "${raw}"`);
+  return raw;
+}
+
 export function contextFor(command: Command): Context {
   const options = command.optsWithGlobals<GlobalOptions>();
+  serverUrl(options.url);
   const client = new SpoolClient({ baseUrl: options.url, apiKey: options.apiKey, retry: { maxRetries: 2, baseDelayMs: 200 } });
   return {
     client,
@@ -72,7 +85,16 @@ export function explain(err: unknown, options: Partial<GlobalOptions>): { messag
   if (err instanceof AuthorizationError) return { message: `${err.message} (403)`, hint: 'The API key may be restricted to other queues, or a plan limit was reached.', exitCode: 1 };
   if (err instanceof SpoolApiError) {
     const id = err.requestId ? `, request ${err.requestId}` : '';
-    return { message: `${err.message} (${err.status} ${err.code}${id})`, exitCode: 1 };
+    const message = `${err.message} (${err.status} ${err.code}${id})`;
+    // Spool answers every error with JSON; a text or HTML answer, or an unknown route, means --url points elsewhere.
+    if (typeof err.body === 'string' || (err.status === 404 && /^Route \S+ \S+ not found/.test(err.message))) {
+      const path = new URL(url).pathname.replace(/\/+$/, '');
+      const hint = path
+        ? `--url should be the server's root URL (like ${DEFAULT_URL}), without "${path}".`
+        : `Is ${url} a Spool server? Check --url / SPOOL_URL.`;
+      return { message, hint, exitCode: 1 };
+    }
+    return { message, exitCode: 1 };
   }
   return { message: err instanceof Error ? err.message : String(err), exitCode: 1 };
 }

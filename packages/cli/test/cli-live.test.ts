@@ -84,3 +84,69 @@ test('dead-letter queue, queues and workers against the real server', async () =
   const workers = await spool('workers', 'list');
   assert.match(workers.stdout, /\slive-dlq\s+cli-box\s+healthy\s+0\/4\s/);
 });
+
+test('schedules against the real server, human and --json', async () => {
+  const created = await spool('schedules', 'create', 'live-nightly', '--cron', '0 0 3 * * *', '--timezone', 'Europe/Berlin', '--queue', 'live-sched', '--payload', '{"kind":"nightly"}', '--json');
+  assert.equal(created.code, 0, created.stderr);
+  const schedule = JSON.parse(created.stdout);
+  assert.equal(schedule.cron_expression, '0 0 3 * * *');
+  const human = await spool('schedules', 'create', 'live-hourly', '--cron', '0 0 * * * *', '--queue', 'live-sched');
+  assert.match(human.stdout, /^Created schedule \S+ \(live-hourly\); next run \d{4}-\d\d-\d\d \d\d:00:00\.$/m);
+
+  const paused = await spool('schedules', 'pause', schedule.id);
+  assert.equal(paused.stdout, `Schedule ${schedule.id} is paused.\n`);
+  const resumed = JSON.parse((await spool('schedules', 'resume', schedule.id, '--json')).stdout);
+  assert.equal(resumed.is_active, true);
+  const triggered = await spool('schedules', 'trigger', schedule.id);
+  const jobId = /^Triggered schedule \S+: job (\S+)\.$/m.exec(triggered.stdout)?.[1];
+  assert.ok(jobId, triggered.stdout + triggered.stderr);
+  assert.deepEqual((await client.jobs.get(jobId)).payload, { kind: 'nightly' });
+  const list = await spool('schedules', 'list');
+  assert.match(list.stdout, new RegExp(`^${schedule.id}\\s+live-nightly\\s+0 0 3 \\* \\* \\*\\s+Europe/Berlin\\s+live-sched\\s+active\\s+1\\s`, 'm'));
+  const listed = JSON.parse((await spool('schedules', 'list', '--json')).stdout);
+  assert.deepEqual(listed.map((s: { name: string }) => s.name).sort(), ['live-hourly', 'live-nightly']);
+  const badCron = await spool('schedules', 'create', 'broken', '--cron', '0 0 25 * * *', '--queue', 'live-sched');
+  assert.equal(badCron.code, 1);
+  assert.match(badCron.stderr, /^spool: cron_expression .*\(400 VALIDATION_ERROR, request \S+\)$/m);
+});
+
+test('dlq retry and purge, workers and stats against the real server, human and --json', async () => {
+  // Two dead letters: one replayed with `dlq retry`, the other purged.
+  const dead: string[] = [];
+  for (const n of [1, 2]) {
+    const { id } = await client.jobs.create({ queueName: 'live-dlq2', payload: { n }, maxRetries: 0 });
+    const [claimed] = await client.jobs.claim({ queueName: 'live-dlq2', workerId: 'cli-test' });
+    await client.jobs.fail(claimed!.id, { workerId: 'cli-test', leaseId: claimed!.leaseId, error: 'broken' });
+    dead.push(id);
+  }
+  const dlqJson = JSON.parse((await spool('dlq', 'list', '--queue', 'live-dlq2', '--json')).stdout);
+  assert.deepEqual(dlqJson.map((j: { id: string }) => j.id).sort(), [...dead].sort());
+  const retried = await spool('dlq', 'retry', dead[0]!);
+  assert.equal(retried.stdout, `Retried 1 job(s):\n${dead[0]}\n`);
+  const refused = await spool('dlq', 'purge', '--queue', 'live-dlq2');
+  assert.equal(refused.code, 2);
+  const purged = JSON.parse((await spool('dlq', 'purge', '--queue', 'live-dlq2', '--yes', '--json')).stdout);
+  assert.deepEqual(purged, { purged_count: 1 });
+  assert.equal((await client.jobs.get(dead[0]!)).status, 'pending');
+
+  const workers = JSON.parse((await spool('workers', 'list', '--json')).stdout);
+  assert.ok(Array.isArray(workers));
+  const stats = await spool('stats');
+  assert.equal(stats.code, 0, stats.stderr);
+  assert.match(stats.stdout, new RegExp(`^Spool \\S+ at ${server.url.replace(/[.]/g, '\\.')}, up \\d+ s$`, 'm'));
+  assert.match(stats.stdout, /^Last hour: \d+ created, \d+ completed, \d+ failed$/m);
+  const statsJson = JSON.parse((await spool('stats', '--json')).stdout);
+  assert.ok(statsJson.jobs.total >= 2);
+});
+
+test('against the real server: a wrong key and a --url with the API path get hints', async () => {
+  const wrongKey = await spool('jobs', 'list', '--api-key', 'sk_test_not_a_real_key');
+  assert.equal(wrongKey.code, 1);
+  assert.match(wrongKey.stderr, /^spool: .*\(401\)$/m);
+  assert.match(wrongKey.stderr, /^hint: The API key was refused\. Check --api-key \/ SPOOL_API_KEY/m);
+
+  const withPath = await spool('--url', `${server.url}/api/v1/`, 'jobs', 'list');
+  assert.equal(withPath.code, 1);
+  assert.match(withPath.stderr, /^spool: Route GET \/api\/v1\/api\/v1\/jobs not found \(404 NOT_FOUND/m);
+  assert.match(withPath.stderr, /^hint: --url should be the server's root URL \(like http:\/\/localhost:8080\), without "\/api\/v1"\.$/m);
+});

@@ -1,4 +1,5 @@
 import { Transport, type TransportOptions } from './http.js';
+import { EventsResource } from './resources/events.js';
 import { DlqResource, JobsResource } from './resources/jobs.js';
 import { ApiKeysResource, AuthResource, BillingResource, OrganizationsResource } from './resources/organizations.js';
 import { QueuesResource, WorkersResource } from './resources/queues.js';
@@ -37,6 +38,8 @@ export class SpoolClient {
   readonly dashboard: Api<DashboardResource>;
   readonly health: Api<HealthResource>;
   readonly admin: Api<AdminResource>;
+  /** Realtime events (Server-Sent Events) as async iterables. */
+  readonly events: Api<EventsResource>;
 
   constructor(options: SpoolClientOptions = {}) {
     const transport = new Transport(options);
@@ -55,5 +58,6 @@ export class SpoolClient {
     this.dashboard = new DashboardResource(transport);
     this.health = new HealthResource(transport);
     this.admin = new AdminResource(transport);
+    this.events = new EventsResource(transport);
   }
 }

@@ -126,6 +126,8 @@ export function createApiError(init: ApiErrorInit): SpoolApiError {
   }
 }
 
+const MAX_TEXT_MESSAGE = 300;
+
 /**
  * Builds the error from a decoded error body: `{ code, message, details }`,
  * `{ error, code, details }` or plain text (CONTRACT §1.4).
@@ -135,7 +137,10 @@ export function errorFromBody(status: number, body: unknown, extra: Omit<ApiErro
   let message = '';
   let details: unknown;
   if (typeof body === 'string') {
-    message = body.trim();
+    const text = body.trim();
+    // A proxy's or another web server's error page says nothing useful and can be kilobytes long.
+    if (/^<(!doctype\s+html|html)[\s>]/i.test(text)) message = `HTTP ${status} with an HTML page instead of a JSON error (is this a Spool server?)`;
+    else message = text.length > MAX_TEXT_MESSAGE ? `${text.slice(0, MAX_TEXT_MESSAGE)}…` : text;
   } else if (body !== null && typeof body === 'object') {
     const record = body as Record<string, unknown>;
     if (typeof record.code === 'string') code = record.code;

@@ -145,7 +145,12 @@ export class Transport {
         await sleep(this.#backoff(attempt), spec.signal);
         continue;
       }
-      if (response.ok) return (spec.raw ? body : fromWire(body)) as T;
+      if (response.ok) {
+        if (!spec.raw && typeof body === 'string' && (response.headers.get('content-type') ?? '').includes('text/html')) {
+          throw new SpoolNetworkError(`${spec.method} ${spec.path} answered with an HTML page, not JSON: is ${this.baseUrl} a Spool server?`, this.baseUrl + spec.path);
+        }
+        return (spec.raw ? body : fromWire(body)) as T;
+      }
       const retryAfterMs = parseRetryAfter(response.headers.get('retry-after'));
       const error = errorFromBody(response.status, body, {
         requestId: response.headers.get('x-request-id') ?? undefined,
@@ -157,6 +162,45 @@ export class Transport {
       const wait = retryAfterMs !== undefined ? Math.min(retryAfterMs, this.#retry.maxRetryAfterMs) : this.#backoff(attempt);
       await sleep(wait, spec.signal);
     }
+  }
+
+  /**
+   * Opens a streaming response (Server-Sent Events) and returns it unread.
+   * No timeout once the headers arrived (`timeoutMs` bounds only the wait for
+   * them); not retried: long-lived streams reconnect themselves. A refusal
+   * throws the same typed errors as `request()`.
+   */
+  async open(spec: RequestSpec): Promise<Response> {
+    const url = this.#url(spec.path, spec.query);
+    const timeoutMs = spec.timeoutMs ?? this.#timeoutMs;
+    const connect = new AbortController();
+    const timer = setTimeout(() => connect.abort(new SpoolTimeoutError(url, timeoutMs)), timeoutMs);
+    const signal = spec.signal ? AbortSignal.any([spec.signal, connect.signal]) : connect.signal;
+    let response: Response;
+    try {
+      response = await this.#fetch(url, { method: spec.method, headers: { ...this.#requestHeaders(spec, false), accept: 'text/event-stream' }, signal });
+    } catch (err) {
+      if (spec.signal?.aborted) throw spec.signal.reason;
+      if (connect.signal.aborted) throw connect.signal.reason;
+      const code = causeCode(err);
+      throw new SpoolNetworkError(`Cannot reach ${this.baseUrl}: ${code ?? String(err)}`, url, { code, cause: err });
+    } finally {
+      clearTimeout(timer);
+    }
+    if (response.ok) return response;
+    const text = await response.text().catch(() => '');
+    let body: unknown = text || undefined;
+    try {
+      if ((response.headers.get('content-type') ?? '').includes('application/json') && text) body = JSON.parse(text);
+    } catch {
+      // keep the text
+    }
+    throw errorFromBody(response.status, body, {
+      requestId: response.headers.get('x-request-id') ?? undefined,
+      method: spec.method,
+      path: spec.path,
+      retryAfterMs: parseRetryAfter(response.headers.get('retry-after')),
+    });
   }
 
   #shouldRetryStatus(status: number, idempotent: boolean): boolean {

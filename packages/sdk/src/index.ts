@@ -3,6 +3,7 @@ export type { Api } from './resources/resource.js';
 export type { CallOptions, RetryOptions, TransportOptions } from './http.js';
 export { toCamelKey, toSnakeKey, toWire, fromWire, VERBATIM_WIRE_KEYS } from './case.js';
 export * from './errors.js';
+export * from './resources/events.js';
 export * from './resources/jobs.js';
 export * from './resources/queues.js';
 export * from './resources/schedules.js';

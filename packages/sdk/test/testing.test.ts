@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { AssertionError } from 'node:assert';
 import { test } from 'node:test';
-import { NonRetryableError, NotFoundError, Worker, type SpoolClient } from '../src/index.js';
+import { JobCancelledError, NonRetryableError, NotFoundError, Worker, type SpoolClient } from '../src/index.js';
 import { FakeSpoolClient } from '../src/testing/index.js';
 
 /** "Application code" under test: it only needs `client.jobs`. */
@@ -86,4 +86,22 @@ test('a real Worker runs against the fake client', async () => {
   assert.deepEqual(spool.enqueued({ queueName: 'resize' }).map((job) => job.result).sort(), [0, 2, 4, 6, 8]);
   const [registered] = await spool.workers.list();
   assert.equal(registered!.status, 'offline');
+});
+
+test('a Worker given asClient() learns of cancellation from heartbeats, without stream errors', async () => {
+  const spool = new FakeSpoolClient();
+  const { id } = await spool.jobs.create({ queueName: 'long', payload: {} });
+  const worker = new Worker(spool.asClient(), { queue: 'long', leaseSeconds: 5, heartbeatFraction: 0.05, waitMs: 0, pollIntervalMs: 10 });
+  const errors: unknown[] = [];
+  worker.on('error', (err) => errors.push(err));
+  let reason: unknown;
+  worker.handle((_job, ctx) => new Promise((_resolve, reject) => ctx.signal.addEventListener('abort', () => reject((reason = ctx.signal.reason)))));
+  await worker.start();
+  for (let i = 0; i < 200 && worker.runningCount === 0; i++) await new Promise((r) => setTimeout(r, 10));
+  spool.requestCancel(id);
+  for (let i = 0; i < 200 && reason === undefined; i++) await new Promise((r) => setTimeout(r, 10));
+  await worker.stop();
+  assert.ok(reason instanceof JobCancelledError, String(reason));
+  assert.deepEqual(errors, [], 'the missing event stream is not an error');
+  await assert.rejects(spool.asClient().events.stream().next(), /client\.events\.stream\(\) is not simulated/);
 });

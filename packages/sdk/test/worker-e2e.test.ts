@@ -110,9 +110,9 @@ test('bulk enqueue of 10,000 jobs, worker concurrency 32: every job completed ex
   assert.equal(stats.total, total);
 });
 
-test('cancelling a running job reaches the handler signal within a second', async () => {
+test('cancelling a running job reaches the handler signal within a second (heartbeat answer)', async () => {
   const { id } = await client.jobs.create({ queueName: 'cancel', payload: {} });
-  const w = worker('cancel', { leaseSeconds: 5, heartbeatFraction: 0.05 });
+  const w = worker('cancel', { leaseSeconds: 5, heartbeatFraction: 0.05, cancelStream: false });
   let abortedAt = 0;
   let reason: unknown;
   w.handle((_job, ctx) => new Promise((_resolve, reject) => ctx.signal.addEventListener('abort', () => {
@@ -129,6 +129,40 @@ test('cancelling a running job reaches the handler signal within a second', asyn
   assert.ok(reason instanceof JobCancelledError);
   await waitFor('cancelled', async () => (await client.jobs.get(id)).status === 'cancelled');
   await w.stop();
+});
+
+/** Starts a job that waits for its signal; resolves how long after the cancel request the signal fired (or null). */
+async function cancelLatency(queue: string, options: Partial<WorkerOptions>, waitMs: number): Promise<{ ms: number | null; reason: unknown; id: string; w: Worker }> {
+  const { id } = await client.jobs.create({ queueName: queue, payload: {} });
+  const w = worker(queue, options);
+  let abortedAt = 0;
+  let reason: unknown;
+  w.handle((_job, ctx) => new Promise((_resolve, reject) => ctx.signal.addEventListener('abort', () => {
+    abortedAt = Date.now();
+    reason = ctx.signal.reason;
+    reject(ctx.signal.reason);
+  })));
+  await w.start();
+  await waitFor('running', () => w.runningCount === 1);
+  await new Promise((resolve) => setTimeout(resolve, 200)); // the stream is connected by now
+  const askedAt = Date.now();
+  assert.equal(await client.jobs.cancel(id), 'cancel_requested');
+  await waitFor('aborted', () => abortedAt > 0, waitMs).catch(() => {});
+  return { ms: abortedAt ? abortedAt - askedAt : null, reason, id, w };
+}
+
+test('cancelling a running job reaches the handler within a second through the realtime stream, with 10 s heartbeats', async () => {
+  const streamed = await cancelLatency('cancel-stream', { leaseSeconds: 30 }, 3000);
+  assert.ok(streamed.ms !== null && streamed.ms < 1000, `signal fired after ${streamed.ms} ms`);
+  assert.ok(streamed.reason instanceof JobCancelledError);
+  await waitFor('cancelled', async () => (await client.jobs.get(streamed.id)).status === 'cancelled');
+  await streamed.w.stop();
+
+  // The same without the stream waits for the next heartbeat (10 s away): the stream is what was fast.
+  const polled = await cancelLatency('cancel-nostream', { leaseSeconds: 30, cancelStream: false }, 1500);
+  assert.equal(polled.ms, null, 'without the stream the signal waits for the heartbeat');
+  await polled.w.stop({ graceMs: 0 });
+  await client.jobs.cancel(polled.id).catch(() => {});
 });
 
 test('a job longer than its lease stays owned because of heartbeats', async () => {

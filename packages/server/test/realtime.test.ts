@@ -143,6 +143,25 @@ describe('SSE /api/v1/events/jobs/{id} and /events/queues/{name}', () => {
     assert.ok(stats.data.data.pending >= 1);
     for (const key of ['processing', 'completed', 'failed']) assert.equal(typeof stats.data.data[key], 'number');
   });
+
+  it('tells a filtered queue stream that a running job was asked to stop, and nothing else', async () => {
+    const client = await sse('/api/v1/events/queues/rt-cancel?events=job.cancel_requested');
+    const other = await createJob('rt-cancel');
+    const jobId = await createJob('rt-cancel');
+    const claimed = await worker.claim('rt-cancel', 2);
+    assert.equal(claimed.length, 2);
+    const cancel = await server.request('DELETE', `/api/v1/jobs/${jobId}`);
+    assert.equal(cancel.body.details.cancel_requested, true);
+    const event = await client.waitFor((e) => e.data.type === 'job.cancel_requested');
+    assert.equal(event.data.data.job_id, jobId);
+    assert.equal(event.data.data.queue_name, 'rt-cancel');
+    assert.equal(event.data.data.worker_id, worker.workerId);
+    await worker.complete(claimed.find((j) => j.id === other)!);
+    await server.request('DELETE', `/api/v1/jobs/${jobId}`); // asking again writes nothing new
+    await createJob('rt-cancel');
+    await new Promise((resolve) => setTimeout(resolve, 500));
+    assert.deepEqual(client.events.map((e) => e.data.type), ['job.cancel_requested'], 'no QueueStats, no other job events');
+  });
 });
 
 describe('WebSocket /api/v1/ws', () => {

@@ -50,7 +50,7 @@ export function jobsCommand(): Command {
       const ctx = contextFor(command);
       const outcome = await ctx.client.jobs.cancel(id);
       ctx.print({ id, outcome }, () =>
-        outcome === 'cancelled' ? `Cancelled job ${id}.` : `Job ${id} is running: cancellation requested; its worker stops it at the next heartbeat.`,
+        outcome === 'cancelled' ? `Cancelled job ${id}.` : `Job ${id} is running: cancellation requested; its worker is told and stops it.`,
       );
     });
 

@@ -7,7 +7,7 @@ const statement = sqlFile(import.meta.url, './job-cancel-many.sql');
 
 /**
  * `cancelled`: the job ended and will never run. `cancel_requested`: it is
- * running; its worker learns on the next heartbeat. `conflict`: it already
+ * running; its worker learns from the job.cancel_requested event or its next heartbeat. `conflict`: it already
  * finished. `not_found`: no such job in this organization.
  */
 export type CancelOutcome = 'cancelled' | 'cancel_requested' | 'conflict' | 'not_found';

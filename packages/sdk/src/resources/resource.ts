@@ -19,4 +19,9 @@ export abstract class Resource {
   protected call<T>(spec: RequestSpec, options?: CallOptions): Promise<T> {
     return this.#transport.request<T>({ ...spec, ...options });
   }
+
+  /** Opens a streaming response (Server-Sent Events), unread. */
+  protected open(spec: RequestSpec, options?: CallOptions): Promise<Response> {
+    return this.#transport.open({ ...spec, ...options });
+  }
 }

@@ -17,6 +17,13 @@ import type { WorkerClient } from '../worker/worker.js';
 import { FakeDlq, FakeJobs } from './fake-jobs.js';
 import { matches } from './match.js';
 
+/** `client.events` of `asClient()`: a server without realtime streams. */
+const notSimulatedEvents = {
+  async *stream(): AsyncGenerator<never> {
+    throw createApiError({ status: 404, code: 'NOT_FOUND', message: 'FakeSpoolClient: client.events.stream() is not simulated' });
+  },
+};
+
 export type WorkersApi = Pick<WorkersResource, keyof WorkersResource>;
 
 /** What to look for among enqueued jobs; `payload` and `tags` match partially (extra keys are fine). */
@@ -150,10 +157,12 @@ export class FakeSpoolClient implements WorkerClient {
   /**
    * This fake typed as a full `SpoolClient`, for code that asks for one:
    * jobs, dlq and workers are simulated; any other resource method throws
-   * "not simulated" when called.
+   * "not simulated" when called. The event stream answers like a server
+   * without one (404), so a `Worker` given this client falls back to
+   * heartbeats, where `requestCancel()` is simulated.
    */
   asClient(): SpoolClient {
-    const simulated: Record<string, unknown> = { baseUrl: this.baseUrl, jobs: this.jobs, dlq: this.dlq, workers: this.workers };
+    const simulated: Record<string, unknown> = { baseUrl: this.baseUrl, jobs: this.jobs, dlq: this.dlq, workers: this.workers, events: notSimulatedEvents };
     return new Proxy(simulated, {
       get(target, resource: string) {
         if (resource in target) return target[resource];

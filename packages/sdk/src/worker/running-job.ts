@@ -12,7 +12,7 @@ import { JobCancelledError, JobTimeoutError, LeaseLostError, WorkerShutdownError
 export interface JobContext {
   /** Fencing token of this claim: pass it along to side effects that must not happen twice. */
   readonly leaseId: string | null;
-  /** Fires on timeout, on cancellation of the running job and on forced shutdown; `signal.reason` says which. */
+  /** Fires on timeout, on cancellation of the running job (heartbeat answer or realtime stream) and on forced shutdown; `signal.reason` says which. */
   readonly signal: AbortSignal;
   readonly workerId: string;
   /** 1 on the first run, 2 on the first retry, … */
@@ -83,6 +83,12 @@ export class RunningJob {
       );
   }
 
+  /** Someone cancelled the running job: aborts the handler; the job is failed without retry (the server ends it cancelled). */
+  cancel(): void {
+    const reason = new JobCancelledError();
+    this.#end({ kind: 'fail', error: reason, retryable: false }, reason);
+  }
+
   /** Forced shutdown: aborts the handler and hands the job back (released at deregistration). */
   release(): void {
     this.#end({ kind: 'released' }, new WorkerShutdownError());
@@ -102,10 +108,7 @@ export class RunningJob {
     const { workerId, leaseSeconds } = this.#options;
     try {
       const answer = await this.#options.jobs.heartbeat(this.job.id, { workerId, leaseDurationSecs: leaseSeconds, leaseId: this.job.leaseId ?? undefined });
-      if (answer?.cancelRequested) {
-        const reason = new JobCancelledError();
-        this.#end({ kind: 'fail', error: reason, retryable: false }, reason);
-      }
+      if (answer?.cancelRequested) this.cancel();
     } catch (err) {
       if (err instanceof ConflictError || err instanceof NotFoundError) {
         const reason = new LeaseLostError(undefined, { cause: err });

@@ -1,6 +1,7 @@
 /**
  * The worker runtime: registers, claims jobs with the long poll, runs the
- * handler with up to `concurrency` jobs at once, heartbeats their leases and
+ * handler with up to `concurrency` jobs at once, heartbeats their leases,
+ * listens on the queue's realtime stream for cancellation of running jobs and
  * reports outcomes in batches. Stops in two phases. Installs no signal
  * handlers: the application decides when to call `stop()`.
  */
@@ -9,7 +10,9 @@ import { hostname as osHostname } from 'node:os';
 import { LIMITS, clamp } from '@spool/protocol';
 import { sleep } from '../http.js';
 import type { BatchItemResult, ClaimedJob, JobsResource } from '../resources/jobs.js';
+import type { EventsResource } from '../resources/events.js';
 import type { WorkersResource } from '../resources/queues.js';
+import { CancelListener } from './cancel-listener.js';
 import { describeError } from './errors.js';
 import { Reporter, type Outcome } from './reporter.js';
 import { RunningJob, type Ending, type Handler } from './running-job.js';
@@ -18,6 +21,8 @@ import { RunningJob, type Ending, type Handler } from './running-job.js';
 export interface WorkerClient {
   jobs: Pick<JobsResource, 'claim' | 'complete' | 'fail' | 'heartbeat' | 'completeMany' | 'failMany'>;
   workers: Pick<WorkersResource, 'register' | 'heartbeat' | 'deregister'>;
+  /** Optional: without it, cancellation of running jobs is learned from heartbeats only. */
+  events?: Pick<EventsResource, 'stream'>;
 }
 
 export interface WorkerOptions {
@@ -44,6 +49,12 @@ export interface WorkerOptions {
   maxErrorLength?: number;
   /** Stack frames kept in the error text. Default 10. */
   stackFrames?: number;
+  /**
+   * Learn of cancellation of running jobs from the queue's realtime stream
+   * (one Server-Sent Events connection per worker), so the handler's signal
+   * fires within moments rather than at the next heartbeat. Default true.
+   */
+  cancelStream?: boolean;
 }
 
 export interface FailedInfo {
@@ -52,11 +63,12 @@ export interface FailedInfo {
   retryable: boolean;
 }
 
-export interface WorkerEvents {
-  started: [job: ClaimedJob];
-  completed: [job: ClaimedJob, result: unknown];
-  failed: [job: ClaimedJob, error: unknown, info: FailedInfo];
-  error: [error: unknown, job?: ClaimedJob];
+/** Listener arguments; jobs carry the worker's payload type `P`, results its result type `R`. */
+export interface WorkerEvents<P = unknown, R = unknown> {
+  started: [job: ClaimedJob<P>];
+  completed: [job: ClaimedJob<P>, result: R];
+  failed: [job: ClaimedJob<P>, error: unknown, info: FailedInfo];
+  error: [error: unknown, job?: ClaimedJob<P>];
   stopped: [];
 }
 
@@ -74,12 +86,14 @@ export type WorkerState = 'idle' | 'starting' | 'running' | 'stopping' | 'stoppe
 
 const SDK_VERSION = '0.1.0';
 const MAX_ERROR_BACKOFF_MS = 30_000;
+const EARLY_CANCEL_TTL_MS = 60_000;
+const EARLY_CANCEL_MAX = 1_000;
 
 function cleanHostname(name: string): string {
   return name.replace(/[^A-Za-z0-9._-]/g, '-').slice(0, 255) || 'unknown';
 }
 
-export class Worker<P = unknown, R = unknown> extends EventEmitter<WorkerEvents> {
+export class Worker<P = unknown, R = unknown> extends EventEmitter<WorkerEvents<P, R>> {
   readonly queue: string;
   readonly #client: WorkerClient;
   readonly #options: Required<Omit<WorkerOptions, 'metadata'>> & { metadata: Record<string, unknown> };
@@ -97,6 +111,9 @@ export class Worker<P = unknown, R = unknown> extends EventEmitter<WorkerEvents>
   #starting: Promise<void> | null = null;
   #stopping: Promise<StopResult> | null = null;
   #forceStop: (() => void) | null = null;
+  #cancelListener: CancelListener | null = null;
+  /** Cancel requests that arrived before the claim answer did, by job id, with their arrival time. */
+  readonly #earlyCancels = new Map<string, number>();
 
   constructor(client: WorkerClient, options: WorkerOptions) {
     super();
@@ -117,6 +134,7 @@ export class Worker<P = unknown, R = unknown> extends EventEmitter<WorkerEvents>
       metadata: options.metadata ?? {},
       maxErrorLength: options.maxErrorLength ?? 2048,
       stackFrames: options.stackFrames ?? 10,
+      cancelStream: options.cancelStream ?? true,
     };
   }
 
@@ -175,7 +193,30 @@ export class Worker<P = unknown, R = unknown> extends EventEmitter<WorkerEvents>
     const heartbeatSecs = registration.heartbeatIntervalSecs > 0 ? registration.heartbeatIntervalSecs : 10;
     this.#workerHeartbeat = setInterval(() => void this.#sendWorkerHeartbeat('healthy'), heartbeatSecs * 1000);
     this.#state = 'running';
+    if (this.#options.cancelStream && this.#client.events) {
+      this.#cancelListener = new CancelListener(this.#client.events, {
+        queue: this.queue,
+        retryDelayMs: this.#options.pollIntervalMs,
+        onCancel: (jobId, workerId) => this.#cancelRequested(jobId, workerId),
+        onError: (err) => this.#emitError(err),
+      });
+      this.#cancelListener.start();
+    }
     this.#loop = this.#claimLoop();
+  }
+
+  /** A `job.cancel_requested` event: every worker of the queue hears it; the one running the job stops it. */
+  #cancelRequested(jobId: string, workerId: string | null): void {
+    const running = this.#running.get(jobId);
+    if (running) {
+      running.cancel();
+      return;
+    }
+    if (workerId !== this.#workerId) return;
+    // The stream can be faster than the claim answer: remember the request briefly.
+    const now = Date.now();
+    for (const [id, at] of this.#earlyCancels) if (now - at > EARLY_CANCEL_TTL_MS) this.#earlyCancels.delete(id);
+    if (this.#earlyCancels.size < EARLY_CANCEL_MAX) this.#earlyCancels.set(jobId, now);
   }
 
   /**
@@ -213,6 +254,7 @@ export class Worker<P = unknown, R = unknown> extends EventEmitter<WorkerEvents>
     graceOver.abort();
     const released = [...this.#running.values()].map((running) => running.job.id);
     for (const running of [...this.#running.values()]) running.release();
+    await this.#cancelListener?.stop();
     await this.#loop;
     await this.#reporter?.drain();
     if (this.#workerHeartbeat) clearInterval(this.#workerHeartbeat);
@@ -293,8 +335,9 @@ export class Worker<P = unknown, R = unknown> extends EventEmitter<WorkerEvents>
       onError: (err, failedJob) => this.#emitError(err, failedJob),
     });
     this.#running.set(job.id, running);
-    this.emit('started', job);
+    this.emit('started', job as ClaimedJob<P>);
     running.start(this.#handler as Handler);
+    if (this.#earlyCancels.delete(job.id)) running.cancel();
   }
 
   #onEnd(running: RunningJob, ending: Ending): void {
@@ -333,11 +376,11 @@ export class Worker<P = unknown, R = unknown> extends EventEmitter<WorkerEvents>
       return;
     }
     if (outcome.kind === 'complete') {
-      this.emit('completed', job, outcome.result);
+      this.emit('completed', job as ClaimedJob<P>, outcome.result as R);
       return;
     }
     const willRetry = answer.willRetry ?? (outcome.retryable && job.retryCount < job.maxRetries);
-    this.emit('failed', job, outcome.cause ?? new Error(outcome.error), { willRetry, retryable: outcome.retryable });
+    this.emit('failed', job as ClaimedJob<P>, outcome.cause ?? new Error(outcome.error), { willRetry, retryable: outcome.retryable });
   }
 
   /** Heartbeats still on the wire; deregistration waits for them so a late one cannot revive the worker. */
@@ -360,7 +403,7 @@ export class Worker<P = unknown, R = unknown> extends EventEmitter<WorkerEvents>
 
   /** Errors go to 'error' listeners; with none, to stderr (an unheard 'error' event would crash the process). */
   #emitError(err: unknown, job?: ClaimedJob): void {
-    if (this.listenerCount('error') > 0) this.emit('error', err, job);
+    if (this.listenerCount('error') > 0) this.emit('error', err, job as ClaimedJob<P> | undefined);
     else console.warn(`spool worker (${this.queue}): ${err instanceof Error ? err.message : String(err)}`);
   }
 }

@@ -76,7 +76,8 @@ const FAILURE_EVENTS = new Set(['fail_retry', 'fail_final', 'lease_expired']);
 
 /**
  * Turns one history row into events: a JobStatusChange for every status
- * change, plus JobCreated on create, `job.started` on claim, JobCompleted on
+ * change, plus JobCreated on create, `job.started` on claim,
+ * `job.cancel_requested` when a running job is asked to stop, JobCompleted on
  * complete and JobFailed on any failure (including a lease that expired).
  */
 export function eventFromHistory(row: HistoryEvent): RealtimeEvent {
@@ -88,6 +89,9 @@ export function eventFromHistory(row: HistoryEvent): RealtimeEvent {
     envelopes.push(envelope('JobStatusChange', { ...base, old_status: row.from_status, new_status: row.to_status }, at));
   }
   if (row.event === 'claim') envelopes.push(envelope('job.started', { ...base, worker_id: row.worker_id }, at));
+  // Spool extension: the job keeps running until its worker stops it; telling the worker here
+  // (besides the heartbeat answer) lets the handler's signal fire within moments.
+  if (row.event === 'cancel_requested') envelopes.push(envelope('job.cancel_requested', { ...base, worker_id: row.worker_id }, at));
   if (row.event === 'complete') {
     const duration = row.started_at ? Math.max(0, at.getTime() - row.started_at.getTime()) : 0;
     envelopes.push(envelope('JobCompleted', { ...base, duration_ms: duration, result: row.result ?? null }, at));

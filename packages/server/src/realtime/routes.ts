@@ -108,12 +108,14 @@ function sseRoutes(app: FastifyInstance, rt: RealtimeContext): void {
     });
   });
 
-  app.get<{ Params: { name: string } }>('/events/queues/:name', {
+  app.get<{ Params: { name: string }; Querystring: { events?: string } }>('/events/queues/:name', {
     schema: { tags: ['realtime'], summary: "Server-Sent Events: a queue's QueueStats every 5 s, its job events and queue.paused/queue.resumed", params: Type.Object({ name: Type.String() }), querystring: EventsQuery },
   }, async (request, reply) => {
     const { auth, conn } = await openSse(rt, request, reply);
     const queueName = request.params.name;
+    const filter = parseEventFilter(request.query.events);
     const stats = async () => {
+      if (filter && !filter.has('queue.stats')) return;
       try {
         const counts = await realtimeQueueStats(rt.app.db, auth.organizationId, queueName);
         conn.send([envelope('QueueStats', { queue_name: queueName, ...counts })]);
@@ -127,7 +129,8 @@ function sseRoutes(app: FastifyInstance, rt: RealtimeContext): void {
       onEvent: (event, token) => {
         // The queue's job events and its queue.paused / queue.resumed.
         if (event.queueName !== queueName || (event.eventType !== null && !event.eventType.startsWith('queue.'))) return;
-        if (event.envelopes.length > 0) conn.send(event.envelopes, token());
+        const envelopes = event.envelopes.filter((e) => !filter || filter.has(dottedName(e.type)));
+        if (envelopes.length > 0) conn.send(envelopes, token());
       },
       onOverflow: () => conn.close(),
     });

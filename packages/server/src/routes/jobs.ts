@@ -178,7 +178,7 @@ export function jobRoutes(app: FastifyInstance, ctx: AppContext): void {
     schema: {
       tags: ['jobs'],
       summary: 'Cancel a pending or scheduled job (204)',
-      description: 'A processing job answers 409 CONFLICT with details.cancel_requested = true: Spool marks it, and its worker learns from the next heartbeat (extension). Finished jobs: 409.',
+      description: 'A processing job answers 409 CONFLICT with details.cancel_requested = true: Spool marks it, and its worker learns from the realtime event job.cancel_requested or its next heartbeat (extension). Finished jobs: 409.',
       params: IdParams,
     },
   }, async (request, reply) => {
@@ -188,7 +188,7 @@ export function jobRoutes(app: FastifyInstance, ctx: AppContext): void {
       case 'cancelled':
         return reply.code(204).send();
       case 'cancel_requested':
-        throw new ConflictError('Job is processing: cancellation was requested and its worker will be told on its next heartbeat', { job_id: id, status: 'processing', cancel_requested: true });
+        throw new ConflictError('Job is processing: cancellation was requested and its worker will be told (realtime event, or its next heartbeat)', { job_id: id, status: 'processing', cancel_requested: true });
       case 'conflict':
         throw new ConflictError(`Job is ${outcome.previousStatus}: only pending or scheduled jobs can be cancelled`, { job_id: id, status: outcome.previousStatus });
       default:

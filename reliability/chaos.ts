@@ -1,0 +1,53 @@
+/**
+ * `npm run chaos`: 20,000 jobs through three Spool replicas while workers,
+ * replicas and PostgreSQL are killed and restarted (reliability/chaos-run.ts).
+ * Ends with one line
+ *   chaos: jobs=N completed=N lost=0 live_overlap=0 reexecuted_after_expiry=K restarts=R
+ * and exits 1 when a job was lost or two live leases overlapped.
+ *
+ *   npm run chaos -- [--jobs 20000] [--seconds 900] [--workers 4] [--servers 3]
+ *                    [--concurrency 10] [--lease-seconds 5] [--keep]
+ */
+import { parseArgs } from 'node:util';
+import { runChaos } from './chaos-run.js';
+
+function positive(name: string, raw: string | undefined, fallback: number, min = 1): number {
+  if (raw === undefined) return fallback;
+  const value = Number(raw);
+  if (!Number.isInteger(value) || value < min) {
+    console.error(`chaos: --${name} must be an integer ≥ ${min} (got "${raw}")`);
+    process.exit(2);
+  }
+  return value;
+}
+
+const { values } = parseArgs({
+  options: {
+    jobs: { type: 'string' },
+    seconds: { type: 'string' },
+    workers: { type: 'string' },
+    servers: { type: 'string' },
+    concurrency: { type: 'string' },
+    'lease-seconds': { type: 'string' },
+    keep: { type: 'boolean', default: false },
+  },
+});
+
+const result = await runChaos({
+  jobs: positive('jobs', values.jobs, 20_000),
+  timeoutSeconds: positive('seconds', values.seconds, 900),
+  workers: positive('workers', values.workers, 4),
+  servers: positive('servers', values.servers, 3),
+  concurrency: positive('concurrency', values.concurrency, 10),
+  leaseSeconds: positive('lease-seconds', values['lease-seconds'], 5, 5),
+  keep: values.keep,
+});
+for (const problem of result.problems) console.error(`chaos: problem: ${problem}`);
+console.error(
+  `chaos: ${result.jobs} jobs drained in ${(result.drainMs / 1000).toFixed(1)} s (run ${(result.durationMs / 1000).toFixed(1)} s); ` +
+    `restarts: ${result.restarts.workers} workers, ${result.restarts.servers} servers, ${result.restarts.postgres} PostgreSQL; ` +
+    `re-executions: ${result.reexecutedAfterExpiry} after an expired or released lease (${result.overlappingAfterExpiry} overlapping a fenced zombie), ${result.reexecutedAfterFailure} after a handler failure; ` +
+    `proxy: ${result.proxy.requests} requests, ${result.proxy.refused} refused connections retried, ${result.proxy.badGateway} answered 502`,
+);
+console.log(result.line);
+process.exit(result.lost > 0 || result.liveOverlap > 0 ? 1 : 0);

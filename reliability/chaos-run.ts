@@ -49,6 +49,8 @@ export interface ChaosOptions {
   /** Keep the temporary directory (database and logs) for a look inside. */
   keep: boolean;
   log: (line: string) => void;
+  /** Ends the run early (Ctrl-C): faults stop, everything is checked and cleaned up as usual. */
+  signal?: AbortSignal;
 }
 
 export const DEFAULT_CHAOS_OPTIONS: ChaosOptions = {
@@ -58,7 +60,7 @@ export const DEFAULT_CHAOS_OPTIONS: ChaosOptions = {
   concurrency: 10,
   leaseSeconds: 5,
   timeoutSeconds: 900,
-  faultEveryMs: [1500, 4000],
+  faultEveryMs: [2000, 5000],
   firstFaults: ['worker', 'server', 'postgres'],
   postgresDownMs: [1000, 3000],
   postgresEveryMs: 15_000,
@@ -258,7 +260,10 @@ export async function runChaos(overrides: Partial<ChaosOptions> = {}): Promise<C
         return true;
       }
       if (kind === 'server') {
+        // Never the last live one: a replica takes seconds to start on a busy machine, and a
+        // cluster that is down most of the time measures restart time, not recovery.
         const live = slots.filter((slot) => slot.replica);
+        if (live.length < 2) return false;
         const slot = pick(live);
         if (!slot || !slot.replica) return false;
         const { replica } = slot;
@@ -329,7 +334,7 @@ export async function runChaos(overrides: Partial<ChaosOptions> = {}): Promise<C
     log(`[chaos ${elapsed()}] all ${options.jobs} jobs enqueued in ${((Date.now() - enqueueStarted) / 1000).toFixed(1)} s`);
     const deadline = began + options.timeoutSeconds * 1000;
     const firstFaultsDone = () => options.firstFaults.every((kind) => faultsDone.includes(kind));
-    while (Date.now() < deadline) {
+    while (Date.now() < deadline && !options.signal?.aborted) {
       const done = await counts().then((c) => (c.completed ?? 0) >= options.jobs, () => false);
       if (done && !completedAt) completedAt = Date.now();
       // The planned faults must all have happened (and PostgreSQL be back) before the run may end.

@@ -33,7 +33,18 @@ const { values } = parseArgs({
   },
 });
 
+// Ctrl-C ends the run early but still checks and cleans up (its processes and PostgreSQL); a second one exits at once.
+const interrupt = new AbortController();
+const onSignal = () => {
+  if (interrupt.signal.aborted) process.exit(130);
+  console.error('chaos: interrupted; checking what ran and cleaning up (again to exit at once)');
+  interrupt.abort();
+};
+process.on('SIGINT', onSignal);
+process.on('SIGTERM', onSignal);
+
 const result = await runChaos({
+  signal: interrupt.signal,
   jobs: positive('jobs', values.jobs, 20_000),
   timeoutSeconds: positive('seconds', values.seconds, 900),
   workers: positive('workers', values.workers, 4),

@@ -59,7 +59,7 @@ export const DEFAULT_CHAOS_OPTIONS: ChaosOptions = {
   workers: 4,
   concurrency: 10,
   leaseSeconds: 5,
-  timeoutSeconds: 900,
+  timeoutSeconds: 1800,
   faultEveryMs: [2000, 5000],
   firstFaults: ['worker', 'server', 'postgres'],
   postgresDownMs: [1000, 3000],
@@ -75,7 +75,9 @@ export interface ChaosResult extends ChaosVerdict {
   faults: Record<Fault, number>;
   restarts: { workers: number; servers: number; postgres: number; total: number };
   durationMs: number;
-  /** How long the jobs took to complete, from the first enqueue. */
+  /** Whether every job completed before the timeout (or an interrupt). */
+  drained: boolean;
+  /** How long the jobs took to complete, from the first enqueue (until the end of the run when they did not). */
   drainMs: number;
   proxy: RoundRobinProxy['stats'];
   /** The closing line: `chaos: jobs=N completed=N lost=0 live_overlap=0 reexecuted_after_expiry=K restarts=R`. */
@@ -370,6 +372,7 @@ export async function runChaos(overrides: Partial<ChaosOptions> = {}): Promise<C
       faults: { worker: faultsDone.filter((f) => f === 'worker').length, server: faultsDone.filter((f) => f === 'server').length, postgres: faultsDone.filter((f) => f === 'postgres').length },
       restarts: { ...restarts, total },
       durationMs: Date.now() - began,
+      drained: completedAt > 0,
       drainMs: (completedAt || Date.now()) - enqueueStarted,
       proxy: { ...proxy.stats },
       line,

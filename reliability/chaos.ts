@@ -5,7 +5,7 @@
  *   chaos: jobs=N completed=N lost=0 live_overlap=0 reexecuted_after_expiry=K restarts=R
  * and exits 1 when a job was lost or two live leases overlapped.
  *
- *   npm run chaos -- [--jobs 20000] [--seconds 900] [--workers 4] [--servers 3]
+ *   npm run chaos -- [--jobs 20000] [--seconds 1800] [--workers 4] [--servers 3]
  *                    [--concurrency 10] [--lease-seconds 5] [--keep]
  */
 import { parseArgs } from 'node:util';
@@ -46,7 +46,7 @@ process.on('SIGTERM', onSignal);
 const result = await runChaos({
   signal: interrupt.signal,
   jobs: positive('jobs', values.jobs, 20_000),
-  timeoutSeconds: positive('seconds', values.seconds, 900),
+  timeoutSeconds: positive('seconds', values.seconds, 1800),
   workers: positive('workers', values.workers, 4),
   servers: positive('servers', values.servers, 3),
   concurrency: positive('concurrency', values.concurrency, 10),
@@ -54,8 +54,9 @@ const result = await runChaos({
   keep: values.keep,
 });
 for (const problem of result.problems) console.error(`chaos: problem: ${problem}`);
+if (!result.drained) console.error(`chaos: stopped (${interrupt.signal.aborted ? 'interrupted' : 'timed out'}) before every job completed: the unfinished ones count as lost`);
 console.error(
-  `chaos: ${result.jobs} jobs drained in ${(result.drainMs / 1000).toFixed(1)} s (run ${(result.durationMs / 1000).toFixed(1)} s); ` +
+  `chaos: ${result.jobs} jobs ${result.drained ? 'drained' : 'not drained'} in ${(result.drainMs / 1000).toFixed(1)} s (run ${(result.durationMs / 1000).toFixed(1)} s); ` +
     `restarts: ${result.restarts.workers} workers, ${result.restarts.servers} servers, ${result.restarts.postgres} PostgreSQL; ` +
     `re-executions: ${result.reexecutedAfterExpiry} after an expired or released lease (${result.overlappingAfterExpiry} overlapping a fenced zombie), ${result.reexecutedAfterFailure} after a handler failure; ` +
     `proxy: ${result.proxy.requests} requests, ${result.proxy.refused} refused connections retried, ${result.proxy.badGateway} answered 502`,

@@ -160,7 +160,7 @@ export async function runChaos(overrides: Partial<ChaosOptions> = {}): Promise<C
         const out = logFile(`server-${slot.index}`);
         out.write(`--- start #${slot.generation} at ${elapsed()}\n`);
         try {
-          const replica = await startReplica(databaseUrl, serverEnv, { onLine: (line) => out.write(`${line}\n`), startTimeoutMs: 60_000, signal: stopStarting.signal });
+          const replica = await startReplica(databaseUrl, serverEnv, { onLine: (line) => out.write(`${line}\n`), startTimeoutMs: 180_000, signal: stopStarting.signal });
           if (stopping) {
             replica.child.kill('SIGKILL');
             return;

@@ -10,11 +10,11 @@ import { describe, it } from 'node:test';
 import { runChaos } from '../../../reliability/chaos-run.js';
 
 describe('chaos (fast variant of npm run chaos)', () => {
-  it('loses no job and never overlaps two live leases while workers, servers and PostgreSQL are killed', { timeout: 150_000 }, async (ctx) => {
+  it('loses no job and never overlaps two live leases while workers, servers and PostgreSQL are killed', { timeout: 300_000 }, async (ctx) => {
     const result = await runChaos({
       jobs: 1500,
       workers: 3,
-      timeoutSeconds: 100,
+      timeoutSeconds: 150,
       faultEveryMs: [700, 1500],
       postgresDownMs: [500, 1500],
       postgresEveryMs: 6000,

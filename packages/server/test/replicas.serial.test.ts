@@ -60,7 +60,8 @@ const LEADER_SERVICES = ['lease-reaper', 'job-expirer', 'worker-liveness', 'job-
 describe('three replicas on one database', () => {
   it('spread workers never share a live lease, maintenance runs on the leader only, events reach every replica', async (ctx) => {
     const startedAt = Date.now();
-    replicas = await Promise.all([0, 1, 2].map(() => startReplica(t.url, { SPOOL_LEADER_TTL_MS: '3000' })));
+    // Generous start timeout: on a loaded machine a process may take over a minute to compile and start.
+    replicas = await Promise.all([0, 1, 2].map(() => startReplica(t.url, { SPOOL_LEADER_TTL_MS: '3000' }, { startTimeoutMs: 180_000 })));
     ctx.diagnostic(`three replicas listening after ${Date.now() - startedAt} ms`);
     const [a, b] = replicas as [Replica, Replica, Replica];
     const client = (replica: Replica) => new SpoolClient({ baseUrl: replica.url, apiKey });

@@ -122,7 +122,10 @@ export async function runChaos(overrides: Partial<ChaosOptions> = {}): Promise<C
   const pgDir = join(dir, 'pg');
   const pgSettings = { fsync: 'off', synchronous_commit: 'off', full_page_writes: 'off', max_connections: '300' };
   const pgLog = (m: string) => log(`[chaos ${elapsed()}] postgres: ${m}`);
-  let postgres: EmbeddedPostgres | null = await startEmbeddedPostgres({ dataDir: pgDir, settings: pgSettings, log: pgLog });
+  let postgres: EmbeddedPostgres | null = await startEmbeddedPostgres({ dataDir: pgDir, settings: pgSettings, log: pgLog }).catch((err: unknown) => {
+    rmSync(dir, { recursive: true, force: true });
+    throw err;
+  });
   const databaseUrl = postgres.url;
   const pgPort = postgres.port;
   log(`[chaos ${elapsed()}] PostgreSQL on port ${pgPort} (data and logs in ${dir})`);

@@ -52,15 +52,26 @@ export async function run<R extends pg.QueryResultRow>(db: Queryable, statement:
 /** Runs `fn` in a transaction on one pooled connection; rolls back on any throw. */
 export async function transaction<T>(db: Db, fn: (client: pg.PoolClient) => Promise<T>): Promise<T> {
   const client = await db.connect();
+  // A checked-out client has no listener of the pool's: a connection that
+  // breaks between two statements (PostgreSQL restarting) would emit an
+  // unheard 'error' and crash the process. The next statement fails anyway;
+  // the connection is then discarded instead of going back to the pool.
+  let broken: Error | undefined;
+  const onError = (err: Error) => {
+    broken = err;
+  };
+  client.on('error', onError);
   try {
     await client.query('BEGIN');
     const value = await fn(client);
     await client.query('COMMIT');
     return value;
   } catch (err) {
-    await client.query('ROLLBACK').catch(() => {});
+    const rolledBack = await client.query('ROLLBACK').then(() => true, () => false);
+    if (!rolledBack) broken ??= err instanceof Error ? err : new Error(String(err));
     throw err;
   } finally {
-    client.release();
+    client.off('error', onError);
+    client.release(broken);
   }
 }

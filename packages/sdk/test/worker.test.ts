@@ -284,3 +284,21 @@ test('stop during start waits for the registration and deregisters', async () =>
   assert.equal(server.calls(`/api/v1/workers/${worker.workerId}/deregister`).length, 1);
   await assert.rejects(worker.start(), /the worker is stopped/);
 });
+
+test('an outcome outlives a server outage shorter than the lease: reported, not dropped', async () => {
+  const job = server.addJob('outage', { n: 1 });
+  // Six 503s (a server or its database restarting) span about 4.4 s of backoff: longer than the four attempts alone, shorter than the 5 s lease.
+  server.inject('POST', '/api/v1/jobs/complete', ...Array.from({ length: 6 }, () => ({ status: 503, body: { code: 'INTERNAL_ERROR', message: 'Database temporarily unavailable; retry shortly' } })));
+  const worker = makeWorker('outage', { leaseSeconds: 5 });
+  const errors: unknown[] = [];
+  worker.on('error', (err) => errors.push(err));
+  let completed = 0;
+  worker.on('completed', () => (completed += 1));
+  worker.handle(async () => 'done');
+  await worker.start();
+  await waitFor('completion', () => completed === 1, 8000);
+  assert.equal(server.job(job.id)!.status, 'completed');
+  assert.equal(server.calls('/api/v1/jobs/complete').filter((c) => JSON.stringify(c.body).includes(job.id)).length, 7);
+  assert.deepEqual(errors, []);
+  await worker.stop();
+});

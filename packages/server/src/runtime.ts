@@ -33,6 +33,10 @@ import { TokenService } from './http/jwt.js';
 import { WebhookDelivery } from './webhooks/delivery-service.js';
 import { SpoolMetrics } from './metrics/spool-metrics.js';
 import { VERSION } from './version.js';
+import { waitForDatabase } from './wait-for-database.js';
+
+/** How long a starting process waits for an unreachable database before it gives up and exits. */
+const DATABASE_WAIT_MS = 60_000;
 
 export interface RunningSpool {
   /** Base URL of the HTTP listener, e.g. http://127.0.0.1:8080 */
@@ -77,7 +81,10 @@ export async function startSpool(config: Config, options: StartOptions = {}): Pr
   const db = createPool({ connectionString: databaseUrl, max: config.poolMax }, (err) => logger.warn({ err }, 'idle database connection failed'));
   const services: Service[] = [];
   try {
-    const migrated = await migrate(db, (message) => logger.info(message));
+    const migrated = await waitForDatabase(() => migrate(db, (message) => logger.info(message)), {
+      waitMs: DATABASE_WAIT_MS,
+      log: (message, err) => logger.warn({ err }, message),
+    });
     logger.info({ version: migrated.current, applied: migrated.applied }, 'database schema is current');
 
     const log = (message: string, err?: unknown) => logger.warn({ err }, message);

@@ -7,49 +7,15 @@
  * and keep reaping expired leases.
  */
 import assert from 'node:assert/strict';
-import { spawn, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { createInterface } from 'node:readline';
 import { after, before, describe, it } from 'node:test';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { jobClaim, jobInsertMany, organizationCreate } from '@spool/engine';
 import { createTestDatabase, type TestDatabase } from '../../../test-support/db.js';
+import { startReplica as startReplicaProcess, type Replica } from '../../../test-support/replica.js';
 
-const ROOT = new URL('../../../', import.meta.url).pathname;
 const LEADER_TTL_MS = 3000;
-
-interface Replica {
-  child: ChildProcess;
-  pid: number;
-  url: string;
-  exited: Promise<number | null>;
-}
-
-function startReplica(databaseUrl: string, env: Record<string, string> = {}): Promise<Replica> {
-  const child = spawn(process.execPath, ['--import', 'tsx', 'packages/server/src/main.ts'], {
-    cwd: ROOT,
-    env: { ...process.env, DATABASE_URL: databaseUrl, HOST: '127.0.0.1', PORT: '0', GRPC_PORT: '0', LOG_LEVEL: 'info', DATABASE_POOL_MAX: '6', SPOOL_LEADER_TTL_MS: String(LEADER_TTL_MS), ...env },
-    stdio: ['ignore', 'pipe', 'pipe'],
-  });
-  const exited = new Promise<number | null>((resolve) => child.on('exit', (code) => resolve(code)));
-  let stderr = '';
-  child.stderr!.on('data', (chunk: Buffer) => { stderr += chunk.toString(); });
-  return new Promise((resolve, reject) => {
-    const timer = setTimeout(() => reject(new Error(`replica did not start in 60 s: ${stderr}`)), 60_000);
-    void exited.then((code) => reject(new Error(`replica exited with ${code}: ${stderr}`)));
-    createInterface({ input: child.stdout! }).on('line', (line) => {
-      try {
-        const entry = JSON.parse(line) as { msg?: string; url?: string };
-        if (entry.msg === 'Spool is listening' && entry.url) {
-          clearTimeout(timer);
-          resolve({ child, pid: child.pid!, url: entry.url, exited });
-        }
-      } catch {
-        // not a log line
-      }
-    });
-  });
-}
+const startReplica = (databaseUrl: string, env: Record<string, string> = {}) => startReplicaProcess(databaseUrl, { SPOOL_LEADER_TTL_MS: String(LEADER_TTL_MS), ...env });
 
 function percentile(sorted: number[], p: number): number {
   return sorted[Math.min(sorted.length - 1, Math.ceil((p / 100) * sorted.length) - 1)]!;

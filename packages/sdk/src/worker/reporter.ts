@@ -35,6 +35,13 @@ export interface ReporterOptions {
   maxBatch: number;
   /** Attempts for a batch that got no answer or a 5xx. */
   attempts: number;
+  /**
+   * Keep retrying such a batch for this long after its first attempt, even
+   * past `attempts`: the worker passes its lease duration, so an outcome
+   * outlives a server or database restart shorter than the lease instead of
+   * being dropped and run again after the lease expires. Default 0.
+   */
+  retryForMs?: number;
   onReported(outcome: Outcome, answer: BatchItemResult): void;
 }
 
@@ -136,12 +143,13 @@ export class Reporter {
   }
 
   async #withRetries<T>(send: () => Promise<T>): Promise<T> {
+    const giveUpAt = Date.now() + (this.#options.retryForMs ?? 0);
     for (let attempt = 1; ; attempt++) {
       try {
         return await send();
       } catch (err) {
-        if (!transient(err) || attempt >= this.#options.attempts) throw err;
-        await sleep(100 * 2 ** attempt);
+        if (!transient(err) || (attempt >= this.#options.attempts && Date.now() >= giveUpAt)) throw err;
+        await sleep(Math.min(100 * 2 ** attempt, 1000));
       }
     }
   }

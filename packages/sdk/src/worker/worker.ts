@@ -188,6 +188,7 @@ export class Worker<P = unknown, R = unknown> extends EventEmitter<WorkerEvents<
       flushIntervalMs: this.#options.flushIntervalMs,
       maxBatch: this.#options.maxBatch,
       attempts: 4,
+      retryForMs: this.#options.leaseSeconds * 1000,
       onReported: (outcome, answer) => this.#onReported(outcome, answer),
     });
     const heartbeatSecs = registration.heartbeatIntervalSecs > 0 ? registration.heartbeatIntervalSecs : 10;

@@ -2,6 +2,7 @@ import { status as Status, type ServiceError } from '@grpc/grpc-js';
 import { Metadata } from '@grpc/grpc-js';
 import { SpoolError } from '@spool/protocol';
 import type { Logger } from 'pino';
+import { isTransientDatabaseError } from '../transient-database-error.js';
 
 /** A gRPC status with the details text the SDK shows as the error message. */
 export interface GrpcFailure {
@@ -30,8 +31,6 @@ const BY_DOMAIN_CODE: Record<string, Status> = {
 // PostgreSQL SQLSTATEs that mean the input was wrong (the HTTP layer's set, plus 22021:
 // a NUL character in a text value, which protobuf strings may carry and JSON bodies rarely do).
 const PG_CLIENT_ERRORS = new Set(['22P02', '22003', '22007', '22008', '22001', '22021', '22023', '22P05', '23514', '54000']);
-// Transient database states: the client may retry.
-const PG_TRANSIENT = new Set(['40001', '40P01', '57P01', '57P03', '53300', '08006', '08003', '08001']);
 
 /**
  * Maps any thrown value to a gRPC status. Domain errors carry their meaning;
@@ -49,7 +48,7 @@ export function toGrpcFailure(err: unknown, logger: Logger, method: string): Grp
     logger.info({ sqlState, method, detail: (err as Error).message }, 'database refused gRPC input');
     return { code: Status.INVALID_ARGUMENT, details: 'A value is invalid or out of range' };
   }
-  if (typeof sqlState === 'string' && PG_TRANSIENT.has(sqlState)) {
+  if (isTransientDatabaseError(err)) {
     logger.warn({ err, method }, 'transient database error in gRPC call');
     return { code: Status.UNAVAILABLE, details: 'Database temporarily unavailable; retry shortly' };
   }

@@ -1,6 +1,7 @@
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { SpoolError } from '@spool/protocol';
 import { describeValidationError } from './validation.js';
+import { isTransientDatabaseError } from '../transient-database-error.js';
 
 /** The contract's error body (CONTRACT §1.4). `error` repeats the code for older clients. */
 export function errorBody(code: string, message: string, details?: Record<string, unknown>): Record<string, unknown> {
@@ -20,9 +21,6 @@ const PG_CLIENT_ERRORS: Record<string, { status: number; code: string; message: 
   '23505': { status: 409, code: 'CONFLICT', message: 'It already exists' },
   '54000': { status: 413, code: 'PAYLOAD_TOO_LARGE', message: 'A value is too large' },
 };
-
-// Transient database states: the client should retry (503 + Retry-After).
-const PG_TRANSIENT = new Set(['40001', '40P01', '57P01', '57P03', '53300', '08006', '08003', '08001']);
 
 /**
  * One mapping from every error to a response: domain errors carry their
@@ -60,7 +58,7 @@ export function installErrorHandler(app: FastifyInstance): void {
       request.log.info({ sqlState, detail: error.message }, 'database refused input');
       return reply.code(mapped.status).send(errorBody(mapped.code, mapped.message));
     }
-    if (sqlState && PG_TRANSIENT.has(sqlState)) {
+    if (isTransientDatabaseError(error)) {
       request.log.warn({ err: error }, 'transient database error');
       return reply.code(503).header('Retry-After', '1').send(errorBody('INTERNAL_ERROR', 'Database temporarily unavailable; retry shortly'));
     }

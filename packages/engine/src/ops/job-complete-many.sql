@@ -1,13 +1,13 @@
 -- Completes a batch of jobs, each fenced by worker and (when given) lease.
--- The fence is part of the UPDATE's own WHERE clause: an UPDATE that waited
--- on a concurrent writer re-checks it against the row's newest version, so of
--- several concurrent completes of one job exactly one matches. `target` reads
--- the rows without locking them (a FOR UPDATE there wrote a lock record per
--- job, ~6% of a completion's WAL, and is not needed for the fence); the UPDATE
--- also requires the lease `target` saw, so the history row names the lease
--- that was actually ended. (So a complete without a lease_id whose job was
--- rescued and re-leased to the same worker id between this statement's
--- snapshot and its write is refused as not_owned: that lease is a new claim.)
+-- `target` checks the fence on this statement's snapshot without locking the
+-- rows (a FOR UPDATE there wrote a lock record per job, ~6% of a completion's
+-- WAL); the UPDATE then requires the lease `target` saw, and an UPDATE that
+-- waited on a concurrent writer re-checks that against the row's newest
+-- version, so of several concurrent completes of one job exactly one
+-- matches, and the history row names the lease that was actually ended.
+-- (So a complete without a lease_id whose job was rescued and re-leased to
+-- the same worker id between this statement's snapshot and its write is
+-- refused as not_owned: that lease belongs to a new claim.)
 -- In the same statement (CONTRACT §3.10, docs/workflows.md):
 --  * dependents: each dependent's dependencies_remaining drops by the number
 --    of its dependencies completed here; mode 'all' is met at zero, mode
@@ -24,7 +24,9 @@
 WITH input AS (
   SELECT * FROM unnest($2::uuid[], $3::text[], $4::uuid[], $5::text[]) AS t(id, worker_id, lease_id, result)
 ),
-target AS (
+-- MATERIALIZED: read once. Inlined into the UPDATE, the planner re-ran this
+-- lookup per row through jobs_worker_idx (quadratic in a worker's jobs).
+target AS MATERIALIZED (
   SELECT j.id, j.lease_id AS held_lease_id, i.worker_id, i.result
   FROM spool.jobs j
   JOIN input i ON i.id = j.id
@@ -43,9 +45,13 @@ done AS (
       cancel_requested_at = NULL,
       updated_at = now()
   FROM target t
+  -- The fence, re-checked on the newest row version: the lease `target` saw
+  -- is still the job's lease. A lease id is set only while the job is
+  -- processing (jobs_lease_iff_processing) and is new for every claim, so an
+  -- equal lease means the same claim by the same worker. (Spelling out
+  -- status = 'processing' here drew the planner to scan every processing row
+  -- through jobs_worker_idx instead of one jobs_pkey lookup per job.)
   WHERE j.id = t.id
-    AND j.status = 'processing'
-    AND j.assigned_worker_id = t.worker_id
     AND j.lease_id = t.held_lease_id
   RETURNING j.id, j.organization_id, j.queue_name, j.started_at, j.completed_at, j.workflow_id, j.completion_webhook,
             t.held_lease_id, t.worker_id,

@@ -88,7 +88,7 @@ async function runSystem(sys: BenchSystem): Promise<void> {
     await sys.reset();
     results.addLatency(name, 'S4', await sys.latency(SIZES.latencyRate, SIZES.latencySeconds));
   });
-  if (sys instanceof SpoolSystem) await runSpoolOnly(sys);
+  if (sys instanceof SpoolSystem && sys.name === 'spool') await runSpoolOnly(sys);
 }
 
 /** S6 and S7 compare Spool with itself (DESIGN §7), so they run for Spool only. */
@@ -148,17 +148,17 @@ async function main(): Promise<void> {
     u.pathname = `/${db}`;
     return u.toString();
   };
-  for (const db of ['bench_spool', 'bench_graphile', 'bench_pgboss', 'bench_plain']) await admin.query(`CREATE DATABASE ${db}`);
+  for (const db of ['bench_spool', 'bench_spool_grpc', 'bench_graphile', 'bench_pgboss', 'bench_plain']) await admin.query(`CREATE DATABASE ${db}`);
   spoolUrl = urlFor('bench_spool');
   if (profile) {
-    for (const db of ['postgres', 'bench_spool', 'bench_graphile', 'bench_pgboss', 'bench_plain']) {
+    for (const db of ['postgres', 'bench_spool', 'bench_spool_grpc', 'bench_graphile', 'bench_pgboss', 'bench_plain']) {
       const c = new pg.Client({ connectionString: urlFor(db) });
       await c.connect();
       await c.query('CREATE EXTENSION IF NOT EXISTS pg_stat_statements');
       await c.end();
     }
   }
-  const all: BenchSystem[] = [new SpoolSystem(spoolUrl), new GraphileSystem(urlFor('bench_graphile')), new PgBossSystem(urlFor('bench_pgboss')), new PlainSqlSystem(urlFor('bench_plain'))];
+  const all: BenchSystem[] = [new SpoolSystem(spoolUrl), new SpoolSystem(urlFor('bench_spool_grpc'), 'grpc'), new GraphileSystem(urlFor('bench_graphile')), new PgBossSystem(urlFor('bench_pgboss')), new PlainSqlSystem(urlFor('bench_plain'))];
   const systems = all.filter((s) => !only || only.includes(s.name));
   const versions: Record<string, string> = { node: process.version };
   const configurations: Record<string, string> = {};
@@ -185,7 +185,7 @@ async function main(): Promise<void> {
     const pgSettings = settings.rows.map((s) => ({ name: s.name, setting: s.unit ? `${s.setting} (${s.unit})` : s.setting }));
     versions.postgresql = (await admin.query('SELECT version() AS v')).rows[0].v;
     if (profile) await writeProfile(admin);
-    const spool = ready.find((s): s is SpoolSystem => s instanceof SpoolSystem);
+    const spool = ready.find((s): s is SpoolSystem => s instanceof SpoolSystem && s.name === 'spool');
     if (spool?.bulkSplit) notes.push('- Spool refused 1,000 jobs per /jobs/bulk request, so S2 sent each batch of 1,000 as 10 concurrent requests of 100.');
     const rows = results.rows();
     const resultsDir = new URL('./results/', import.meta.url);

@@ -25,7 +25,7 @@ const SCENARIOS: { id: string; what: string; metrics: Metric[] }[] = [
   { id: 'S6', what: 'S3 (1 worker) with finished jobs retained', metrics: ['jobs_per_s'] },
   { id: 'S7', what: 'S3 (1 worker) while a transaction stays open', metrics: ['jobs_per_s'] },
 ];
-const SYSTEMS = ['spool', 'graphile-worker', 'pg-boss', 'plain-sql'];
+const SYSTEMS = ['spool', 'spool-grpc', 'graphile-worker', 'pg-boss', 'plain-sql'];
 
 function fmt(v: number | null | undefined, metric: Metric): string {
   if (v == null) return 'n/a';

@@ -5,6 +5,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { createPool, jobInsertMany, organizationCreate, type Db } from '@spool/engine';
+import { grpcClient, toStruct, type GrpcTestClient } from '../../test-support/grpc.js';
 import { WorkerGroup } from '../lib/children.js';
 import { JsonClient, nowMs } from '../lib/http.js';
 import { concurrentCalls, paced, sleep, until, type BenchSystem } from './system.js';
@@ -26,15 +27,22 @@ async function freePort(): Promise<number> {
   });
 }
 
+export type Transport = 'http' | 'grpc';
+
 /**
  * Spool as users run it: the server (packages/server/src/main.ts) in its own
  * process, workers in their own processes, everything over HTTP with
  * keep-alive. Only setup and scenario bookkeeping touch the database directly.
+ * With the `grpc` transport, single enqueues and workers use spooled.v1 gRPC
+ * instead (bulk loads stay on HTTP: gRPC has no bulk enqueue).
  */
 export class SpoolSystem implements BenchSystem {
-  readonly name = 'spool';
-  readonly configuration = 'server process (default pool 20) + worker processes over HTTP: 4 claim loops each, claim limit 100 with wait_ms 1000, batch complete';
+  readonly name: string;
+  readonly configuration: string;
+  readonly #transport: Transport;
   readonly #databaseUrl: string;
+  #grpcAddress = '';
+  #grpc: GrpcTestClient | null = null;
   #server: ChildProcess | null = null;
   #dataDir = '';
   url = '';
@@ -43,8 +51,21 @@ export class SpoolSystem implements BenchSystem {
   #apiKey = '';
   organizationId = '';
 
-  constructor(databaseUrl: string) {
+  constructor(databaseUrl: string, transport: Transport = 'http') {
     this.#databaseUrl = databaseUrl;
+    this.#transport = transport;
+    this.name = transport === 'grpc' ? 'spool-grpc' : 'spool';
+    this.configuration = transport === 'grpc'
+      ? 'server process (default pool 20) + worker processes over gRPC: 4 StreamJobs streams each (server claims up to 16 per round), unary Complete per job; S1 by unary Enqueue, bulk loads over HTTP'
+      : 'server process (default pool 20) + worker processes over HTTP: 4 claim loops each, claim limit 100 with wait_ms 1000, batch complete';
+  }
+
+  get #workerScript(): string {
+    return this.#transport === 'grpc' ? 'spool-grpc-worker.ts' : 'spool-worker.ts';
+  }
+
+  get #workerEnv(): Record<string, string> {
+    return { SPOOL_URL: this.url, SPOOL_GRPC: this.#grpcAddress, API_KEY: this.#apiKey, QUEUE };
   }
 
   async version(): Promise<string> {
@@ -58,11 +79,13 @@ export class SpoolSystem implements BenchSystem {
 
   async setup(): Promise<void> {
     const port = await freePort();
+    const grpcPort = this.#transport === 'grpc' ? await freePort() : 0;
+    this.#grpcAddress = `127.0.0.1:${grpcPort}`;
     this.#dataDir = mkdtempSync(join(tmpdir(), 'spool-bench-server-'));
     this.url = `http://127.0.0.1:${port}`;
     this.#server = spawn(process.execPath, ['--import', 'tsx', 'packages/server/src/main.ts'], {
       cwd: root,
-      env: { ...process.env, DATABASE_URL: this.#databaseUrl, PORT: String(port), GRPC_PORT: '0', HOST: '127.0.0.1', LOG_LEVEL: 'warn', SPOOL_DATA_DIR: this.#dataDir },
+      env: { ...process.env, DATABASE_URL: this.#databaseUrl, PORT: String(port), GRPC_PORT: String(grpcPort), HOST: '127.0.0.1', LOG_LEVEL: 'warn', SPOOL_DATA_DIR: this.#dataDir },
       stdio: ['ignore', 'ignore', 'inherit'],
     });
     await until(async () => {
@@ -78,6 +101,18 @@ export class SpoolSystem implements BenchSystem {
     this.organizationId = org.organization.id;
     this.#apiKey = org.apiKey.key;
     this.#client = new JsonClient(this.url, this.#apiKey, 16);
+    if (this.#transport === 'grpc') this.#grpc = grpcClient(this.#grpcAddress, this.#apiKey);
+  }
+
+  /** One job through the system's own transport; `payload` is a flat object. */
+  async #enqueueOne(payload: Record<string, number>): Promise<void> {
+    if (this.#grpc) {
+      const answer = await this.#grpc.call('queue', 'Enqueue', { queueName: QUEUE, payload: toStruct(payload) });
+      if (!answer.created) throw new Error(`Enqueue answered ${JSON.stringify(answer)}`);
+      return;
+    }
+    const res = await this.#client.post('/api/v1/jobs', { queue_name: QUEUE, payload });
+    if (res.status !== 201) throw new Error(`POST /jobs answered ${res.status}: ${JSON.stringify(res.body)}`);
   }
 
   async reset(): Promise<void> {
@@ -85,10 +120,7 @@ export class SpoolSystem implements BenchSystem {
   }
 
   async enqueueSingle(jobs: number, callers: number): Promise<number> {
-    return concurrentCalls(jobs, callers, async (i) => {
-      const res = await this.#client.post('/api/v1/jobs', { queue_name: QUEUE, payload: { i } });
-      if (res.status !== 201) throw new Error(`POST /jobs answered ${res.status}: ${JSON.stringify(res.body)}`);
-    });
+    return concurrentCalls(jobs, callers, (i) => this.#enqueueOne({ i }));
   }
 
   async enqueueBulk(jobs: number, batch: number): Promise<number> {
@@ -145,7 +177,7 @@ export class SpoolSystem implements BenchSystem {
   async drain(jobs: number, workers: number): Promise<number> {
     await this.#checkWorkerApi();
     await this.db.query('ANALYZE spool.jobs');
-    const group = await WorkerGroup.start('spool-worker.ts', workers, { SPOOL_URL: this.url, API_KEY: this.#apiKey, QUEUE });
+    const group = await WorkerGroup.start(this.#workerScript, workers, this.#workerEnv);
     try {
       const started = performance.now();
       group.go();
@@ -159,13 +191,10 @@ export class SpoolSystem implements BenchSystem {
 
   async latency(rate: number, seconds: number): Promise<number[]> {
     await this.#checkWorkerApi();
-    const group = await WorkerGroup.start('spool-worker.ts', 1, { SPOOL_URL: this.url, API_KEY: this.#apiKey, QUEUE, LOOPS: '2', BATCH: '10', WAIT_MS: '5000' });
+    const group = await WorkerGroup.start(this.#workerScript, 1, { ...this.#workerEnv, LOOPS: '2', BATCH: '10', WAIT_MS: '5000' });
     try {
       await group.goAndWaitStarted();
-      await paced(rate, seconds, async () => {
-        const res = await this.#client.post('/api/v1/jobs', { queue_name: QUEUE, payload: { t: nowMs() } });
-        if (res.status !== 201) throw new Error(`POST /jobs answered ${res.status}`);
-      });
+      await paced(rate, seconds, () => this.#enqueueOne({ t: nowMs() }));
       await group.waitFor(Math.round(rate * seconds), 60_000);
       return group.latencies;
     } finally {
@@ -175,6 +204,7 @@ export class SpoolSystem implements BenchSystem {
 
   async teardown(): Promise<void> {
     this.#client?.close();
+    this.#grpc?.close();
     await this.db?.end();
     if (this.#server && this.#server.exitCode === null) {
       const exited = new Promise((r) => this.#server!.once('exit', r));

@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import pg from 'pg';
-import { jobClaim, jobInsertMany, queuePause, queueResume } from '@spool/engine';
+import { jobClaim, jobCompleteMany, jobInsertMany, queueConfigUpsert, queuePause, queueResume } from '@spool/engine';
 import { createOrganization, createTestDatabase, type TestDatabase } from '../../../test-support/db.js';
 
 let t: TestDatabase;
@@ -44,6 +44,29 @@ describe('jobClaim', () => {
     assert.deepEqual(rows.rows, [{ status: 'processing', count: total }]);
     const claims = await t.pool.query<{ count: number }>(`SELECT count(*)::int AS count FROM spool.job_history WHERE queue_name = $1 AND event = 'claim'`, [queue]);
     assert.equal(claims.rows[0]!.count, total);
+  });
+
+  it('never lets a queue with a concurrency_limit run more than its limit, however many claim at once', async () => {
+    const queue = 'capped';
+    await jobInsertMany(t.pool, Array.from({ length: 50 }, (_, i) => ({ organizationId: org, queueName: queue, payload: { i } })));
+    await queueConfigUpsert(t.pool, org, queue, { concurrencyLimit: 3 });
+    const processing = async () => (await t.pool.query<{ n: number }>(`SELECT count(*)::int AS n FROM spool.jobs WHERE queue_name = $1 AND status = 'processing'`, [queue])).rows[0]!.n;
+    const clients = Array.from({ length: 12 }, () => new pg.Pool({ connectionString: t.url, max: 1 }));
+    try {
+      const claimRound = () => Promise.all(clients.map((pool, w) => jobClaim(pool, { organizationId: org, queueName: queue, workerId: `w${w}`, limit: 5, leaseSeconds: 60 })));
+      const first = (await claimRound()).flat();
+      assert.equal(first.length, 3, 'twelve concurrent claimers of five share the three free places');
+      assert.equal(await processing(), 3);
+      await jobCompleteMany(t.pool, org, first.slice(0, 2).map((job) => ({ id: job.id, workerId: job.assigned_worker_id!, leaseId: job.lease_id! })));
+      const second = (await claimRound()).flat();
+      assert.equal(second.length, 2, 'two completions free two places');
+      assert.equal(await processing(), 3);
+      await queueConfigUpsert(t.pool, org, queue, { concurrencyLimit: null });
+      const uncapped = await jobClaim(t.pool, { organizationId: org, queueName: queue, workerId: 'w', limit: 10, leaseSeconds: 60 });
+      assert.equal(uncapped.length, 10, 'no limit any more: the fast path claims a full batch');
+    } finally {
+      await Promise.all(clients.map((pool) => pool.end()));
+    }
   });
 
   it('orders by priority descending, then by age', async () => {

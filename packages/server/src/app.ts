@@ -7,6 +7,7 @@ import type { Logger } from 'pino';
 import type { Db, Notifier } from '@spool/engine';
 import type { ClaimWaiters } from './claim-waiters.js';
 import type { Config } from './config.js';
+import type { CompleteBatcher } from './complete-batcher.js';
 import type { EnqueueBatcher } from './enqueue-batcher.js';
 import { requireAuth } from './http/auth.js';
 import { installErrorHandler } from './http/errors.js';
@@ -51,6 +52,7 @@ export interface AppContext {
   claimWaiters: ClaimWaiters;
   /** Group commit for single enqueues. */
   enqueueBatcher: EnqueueBatcher;
+  completeBatcher: CompleteBatcher;
   metrics: SpoolMetrics;
 }
 

@@ -5,17 +5,22 @@ const SLUG = 'development';
 
 /**
  * On a database without organizations, creates a development organization
- * (on DEFAULT_PLAN) and returns its API key, which exists nowhere else: the
+ * and returns its API key, which exists nowhere else: the
  * caller shows it once. Returns null when organizations already exist, when
  * another replica won the race, or in production (where organizations are
  * created through the admin API or registration instead).
+ *
+ * It is on the `unlimited` plan whatever DEFAULT_PLAN says: it belongs to
+ * whoever runs this process, and a first try that enqueues a few hundred jobs
+ * should not meet the free plan's 10 active jobs and 5 requests a second.
  */
+export const DEVELOPMENT_PLAN = 'unlimited';
 export async function ensureDevelopmentOrganization(db: Db, config: Config): Promise<{ organizationId: string; apiKey: string } | null> {
   if (config.environment === 'production') return null;
   const existing = await db.query('SELECT 1 FROM spool.organizations LIMIT 1');
   if (existing.rowCount) return null;
   try {
-    const created = await organizationCreate(db, { name: 'Development', slug: SLUG, planTier: config.defaultPlan, environment: config.environment, keyName: 'Development key' });
+    const created = await organizationCreate(db, { name: 'Development', slug: SLUG, planTier: DEVELOPMENT_PLAN, environment: config.environment, keyName: 'Development key' });
     return { organizationId: created.organization.id, apiKey: created.apiKey.key };
   } catch (err) {
     if ((err as { code?: string }).code === '23505') return null;

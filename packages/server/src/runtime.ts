@@ -23,11 +23,12 @@ import {
 } from '@spool/engine';
 import { buildApp, type AppContext, type RouteSummary } from './app.js';
 import { ClaimWaiters } from './claim-waiters.js';
+import { CompleteBatcher } from './complete-batcher.js';
 import { EnqueueBatcher } from './enqueue-batcher.js';
 import type { Config } from './config.js';
 import { startEmbeddedPostgres, type EmbeddedPostgres } from './embedded-postgres.js';
 import { GrpcServer } from './grpc/server.js';
-import { ensureDevelopmentOrganization, firstStartMessage } from './first-start.js';
+import { DEVELOPMENT_PLAN, ensureDevelopmentOrganization, firstStartMessage } from './first-start.js';
 import { TokenService } from './http/jwt.js';
 import { WebhookDelivery } from './webhooks/delivery-service.js';
 import { SpoolMetrics } from './metrics/spool-metrics.js';
@@ -122,7 +123,8 @@ export async function startSpool(config: Config, options: StartOptions = {}): Pr
     const development = await ensureDevelopmentOrganization(db, config);
     const claimWaiters = new ClaimWaiters(notifier);
     const enqueueBatcher = new EnqueueBatcher(db);
-    const context: AppContext = { db, notifier, config, logger, tokens, startedAt: new Date(), version: VERSION, claimWaiters, enqueueBatcher, metrics };
+    const completeBatcher = new CompleteBatcher(db);
+    const context: AppContext = { db, notifier, config, logger, tokens, startedAt: new Date(), version: VERSION, claimWaiters, enqueueBatcher, completeBatcher, metrics };
     const grpc = new GrpcServer({
       context,
       host: config.host,
@@ -138,7 +140,7 @@ export async function startSpool(config: Config, options: StartOptions = {}): Pr
     logger.info({ url, grpcPort, grpcTls: config.grpcTlsCert !== null }, 'Spool is listening');
     if (development) {
       const announce = options.announce ?? ((message: string) => process.stdout.write(`${message}\n`));
-      announce(firstStartMessage(url.replace('127.0.0.1', 'localhost'), development.apiKey, config.defaultPlan));
+      announce(firstStartMessage(url.replace('127.0.0.1', 'localhost'), development.apiKey, DEVELOPMENT_PLAN));
     }
 
     let stopping: Promise<void> | null = null;
@@ -155,7 +157,7 @@ export async function startSpool(config: Config, options: StartOptions = {}): Pr
         stopping ??= (async () => {
           // HTTP and gRPC drain side by side (stopping the gRPC server again below is a no-op).
           await Promise.all([app.close(), grpc.stop()]);
-          await enqueueBatcher.drain();
+          await Promise.all([enqueueBatcher.drain(), completeBatcher.drain()]);
           for (const service of [...services].reverse()) await service.stop();
           await db.end();
           if (embedded) await embedded.stop();

@@ -29,6 +29,8 @@ describe('queues', () => {
     assert.equal(update.body.default_timeout, 120, 'absent fields keep their value');
     assert.deepEqual([update.body.backoff_base_ms, update.body.backoff_max_ms, update.body.backoff_jitter_ms, update.body.concurrency_limit], [10, 100, 0, 4]);
     assert.equal((await req('GET', '/queues/cfg-q')).body.max_retries, 2);
+    assert.equal((await req('PUT', '/queues/cfg-q/config', { max_retries: 3 })).body.concurrency_limit, 4, 'absent keeps the limit');
+    assert.equal((await req('PUT', '/queues/cfg-q/config', { concurrency_limit: null })).body.concurrency_limit, null, 'null removes it');
   });
 
   it('a queue\'s backoff settings drive the retry delay', async () => {

@@ -16,7 +16,7 @@ function configFor(database: TestDatabase, overrides: Partial<Config> = {}): Con
 }
 
 describe('first start', () => {
-  it('creates a development organization on DEFAULT_PLAN and shows its key once', async () => {
+  it('creates a development organization on the unlimited plan (not DEFAULT_PLAN) and shows its key once', async () => {
     const database = await createTestDatabase('firststart');
     databases.push(database);
     const messages: string[] = [];
@@ -29,7 +29,7 @@ describe('first start', () => {
       assert.match(messages[0]!, new RegExp(`curl .*Bearer ${key}.*/api/v1/dashboard`));
       const usage = await fetch(`${spool.url}/api/v1/organizations/usage`, { headers: { authorization: `Bearer ${key}` } });
       assert.equal(usage.status, 200);
-      assert.equal(((await usage.json()) as { plan: string }).plan, 'starter');
+      assert.equal(((await usage.json()) as { plan: string }).plan, 'unlimited');
     } finally {
       await spool.stop();
     }

@@ -8,7 +8,22 @@
 -- hash join over a sequential scan of the whole table (860 ms instead of
 -- 4 ms at 2M rows, docs/claim-explain.md); the array form is always a
 -- primary-key index scan.
-WITH picked AS (
+--
+-- $6 selects the capped form for a queue with a concurrency_limit: the
+-- caller has locked that queue's config row (queue-lock-capped.sql) in
+-- this transaction, so this statement's fresh snapshot counts every job
+-- the previous holder started. Uncapped claims ($6 false) skip capped
+-- queues entirely, and never evaluate the count (init plans run lazily).
+WITH room AS (
+  SELECT CASE WHEN $6::boolean THEN greatest(0, least($3::int, (
+      SELECT qc.concurrency_limit FROM spool.queue_config qc
+      WHERE qc.organization_id = $1 AND qc.queue_name = $2
+    ) - (
+      SELECT count(*) FROM spool.jobs p
+      WHERE p.organization_id = $1 AND p.queue_name = $2 AND p.status = 'processing'
+    )::int)) ELSE $3::int END AS n
+),
+picked AS (
   SELECT id
   FROM spool.jobs
   WHERE organization_id = $1
@@ -20,10 +35,11 @@ WITH picked AS (
     AND (expires_at IS NULL OR expires_at > now())
     AND NOT EXISTS (
       SELECT 1 FROM spool.queue_config qc
-      WHERE qc.organization_id = $1 AND qc.queue_name = $2 AND NOT qc.enabled
+      WHERE qc.organization_id = $1 AND qc.queue_name = $2
+        AND (NOT qc.enabled OR (qc.concurrency_limit IS NOT NULL AND NOT $6::boolean))
     )
   ORDER BY priority DESC, created_at ASC, id ASC
-  LIMIT $3
+  LIMIT (SELECT n FROM room)
   FOR UPDATE SKIP LOCKED
 ),
 claimed AS (

@@ -103,7 +103,7 @@ workflow AS (
   FROM workflow_delta d
   WHERE w.organization_id = $1 AND w.id = d.workflow_id
 )
-SELECT id, queue_name, started_at, completed_at, workflow_id, completion_webhook, recount,
+SELECT id, queue_name, started_at, completed_at, workflow_id, completion_webhook, recount, held_lease_id, worker_id,
        (SELECT pg_notify('spool_jobs', json_build_object('q', array_agg(DISTINCT organization_id::text || ':' || queue_name))::text)
           FROM released WHERE dependencies_met AND status = 'pending' HAVING count(*) > 0) IS NOT NULL AS notified
 FROM done;

@@ -27,6 +27,7 @@ export interface QueueConfigPatch {
   backoffBaseMs?: number | null;
   backoffMaxMs?: number | null;
   backoffJitterMs?: number | null;
+  /** Most jobs processing at once across all workers; null removes the limit, undefined keeps it. */
   concurrencyLimit?: number | null;
 }
 
@@ -44,6 +45,7 @@ export async function queueConfigUpsert(db: Queryable, organizationId: string, q
     patch.backoffMaxMs ?? null,
     patch.backoffJitterMs ?? null,
     patch.concurrencyLimit ?? null,
+    patch.concurrencyLimit === null,
   ]);
   return rows[0]!;
 }

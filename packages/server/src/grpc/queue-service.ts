@@ -2,7 +2,6 @@ import type { UntypedServiceImplementation } from '@grpc/grpc-js';
 import { LeaseExpiredError, LIMITS, NotFoundError, PayloadTooLargeError, ValidationError } from '@spool/protocol';
 import {
   jobClaim,
-  jobCompleteMany,
   jobFailMany,
   jobGet,
   jobHeartbeat,
@@ -133,8 +132,10 @@ export async function complete(ctx: GrpcContext, auth: AuthContext, request: Com
   if (result !== undefined && jsonBytes(result) > LIMITS.payloadBytesMax) {
     throw new PayloadTooLargeError(`result exceeds ${LIMITS.payloadBytesMax} bytes`, { field: 'result' });
   }
-  const [outcome] = await jobCompleteMany(ctx.db, auth.organizationId, [{ id: request.job_id, workerId, leaseId: optionalString(request.lease_id), result }]);
-  if (!outcome!.ok) throw fenceError(outcome!.reason);
+  // Ids are compared as text in places: one canonical spelling.
+  const outcome = await ctx.completeBatcher.complete(auth.organizationId, { id: request.job_id.toLowerCase(), workerId, leaseId: optionalString(request.lease_id), result });
+  ctx.metrics.observeCompletedOutcomes(auth.organizationId, [outcome]);
+  if (!outcome.ok) throw fenceError(outcome.reason);
   return { success: true };
 }
 

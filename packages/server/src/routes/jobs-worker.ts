@@ -160,9 +160,9 @@ export function jobWorkerRoutes(app: FastifyInstance, ctx: AppContext): void {
     // Ids are compared as text in places: one canonical spelling.
     const id = request.params.id.toLowerCase();
     checkResultSize(request.body.result, 'result');
-    const [outcome] = await jobCompleteMany(ctx.db, organizationId, [{ id, workerId: request.body.worker_id, leaseId: request.body.lease_id, result: request.body.result }]);
-    ctx.metrics.observeCompletedOutcomes(organizationId, [outcome!]);
-    if (!outcome!.ok) return refuse(reply, outcome!.reason, id);
+    const outcome = await ctx.completeBatcher.complete(organizationId, { id, workerId: request.body.worker_id, leaseId: request.body.lease_id, result: request.body.result });
+    ctx.metrics.observeCompletedOutcomes(organizationId, [outcome]);
+    if (!outcome.ok) return refuse(reply, outcome.reason, id);
     return { success: true };
   });
 

@@ -31,7 +31,7 @@ const ConfigBody = Type.Object({
   backoff_base_ms: Type.Optional(Type.Integer({ minimum: 0, maximum: 86_400_000, description: 'extension: retry backoff base in ms (default 1000)' })),
   backoff_max_ms: Type.Optional(Type.Integer({ minimum: 0, maximum: 86_400_000, description: 'extension: retry backoff cap in ms (default 60000)' })),
   backoff_jitter_ms: Type.Optional(Type.Integer({ minimum: 0, maximum: 3_600_000, description: 'extension: retry backoff jitter in ms (default 500)' })),
-  concurrency_limit: Type.Optional(nullable(Type.Integer({ minimum: 1, maximum: 100_000, description: 'extension: most jobs processing at once across workers (stored; enforcement to come)' }))),
+  concurrency_limit: Type.Optional(nullable(Type.Integer({ minimum: 1, maximum: 100_000, description: 'extension: most jobs processing at once across all workers; null removes the limit' }))),
 });
 type ConfigBody = Static<typeof ConfigBody>;
 

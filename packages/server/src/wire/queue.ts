@@ -22,7 +22,7 @@ export const QueueConfigSchema = Type.Object({
   backoff_base_ms: Type.Integer({ description: 'extension: retry backoff base (DESIGN §4)' }),
   backoff_max_ms: Type.Integer({ description: 'extension: retry backoff cap' }),
   backoff_jitter_ms: Type.Integer({ description: 'extension: retry backoff jitter' }),
-  concurrency_limit: Type.Union([Type.Integer(), Type.Null()], { description: 'extension: most jobs processing at once across all workers (stored; not enforced yet)' }),
+  concurrency_limit: Type.Union([Type.Integer(), Type.Null()], { description: 'extension: most jobs processing at once across all workers; null means no limit' }),
 });
 
 /** CONTRACT §3.7 QueueConfigSummary. */

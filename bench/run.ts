@@ -2,7 +2,8 @@
  * `npm run bench [-- --quick] [-- --reps N] [-- --systems spool,pg-boss]`:
  * starts its own embedded PostgreSQL (default durability), runs DESIGN §7's
  * scenarios S1–S7 for Spool, graphile-worker, pg-boss and plain SQL, and
- * writes bench/results/latest.json and BENCHMARKS.md.
+ * writes bench/results/latest.json and BENCHMARKS.md. With `--cost` it
+ * measures per-job database cost instead (bench/cost.ts).
  */
 import { execFileSync } from 'node:child_process';
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
@@ -250,7 +251,8 @@ function machine(): Record<string, string> {
   };
 }
 
-main().then(
+// --cost: per-job database cost instead of throughput (bench/cost.ts).
+(argv.includes('--cost') ? import('./cost.js').then((m) => m.runCost()) : main()).then(
   () => process.exit(0),
   (err) => {
     console.error(err);

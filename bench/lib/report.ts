@@ -131,6 +131,8 @@ export function renderReport(rows: ResultRow[], ctx: ReportContext): string {
   out.push('| setting | value |', '| --- | --- |');
   for (const s of ctx.pgSettings) out.push(`| ${s.name} | ${s.setting} |`);
   out.push('');
+  const cost = new URL('../results/cost.json', import.meta.url);
+  if (existsSync(cost)) out.push(...costSection(JSON.parse(readFileSync(cost, 'utf8')) as CostPhase[]));
   const scrape = new URL('../results/metrics-scrape.json', import.meta.url);
   if (existsSync(scrape)) {
     const m = JSON.parse(readFileSync(scrape, 'utf8')) as { rows: number; table_size: string; scrape_ms: { p50: number; p95: number; max: number }; refresh_ms: { p50: number; max: number } };
@@ -138,4 +140,29 @@ export function renderReport(rows: ResultRow[], ctx: ReportContext): string {
     out.push(`From \`npm run bench:metrics\` (bench/results/metrics-scrape.json): ${m.rows.toLocaleString('en-US')} rows in spool.jobs (${m.table_size}); scrape p50 ${m.scrape_ms.p50.toFixed(1)} ms, p95 ${m.scrape_ms.p95.toFixed(1)} ms, max ${m.scrape_ms.max.toFixed(1)} ms; background aggregate refresh p50 ${m.refresh_ms.p50.toFixed(0)} ms. Details in docs/metrics.md.`, '');
   }
   return out.join('\n');
+}
+
+/** The fields of bench/results/cost.json (bench/cost.ts) that the summary needs. */
+interface CostPhase {
+  system: string;
+  phase: string;
+  jobs: number;
+  walBytes: number;
+  walRecordBytes: number;
+  indexEntries: Record<string, number>;
+  statements: { op: string; hit: number }[];
+}
+
+/** Per-job database cost from the last `npm run bench -- --cost`: counts that do not depend on machine load. */
+function costSection(phases: CostPhase[]): string[] {
+  const lines = ['## Per-job database cost', '',
+    'From `npm run bench -- --cost` (bench/results/cost.md has every statement; method and analysis in docs/performance.md). Counts, not times: they do not depend on machine load.', '',
+    '| system | phase | WAL bytes | WAL bytes w/o full-page images | index entries | buffers hit (job path) |', '| --- | --- | --- | --- | --- | --- |'];
+  for (const c of phases) {
+    const idx = Object.values(c.indexEntries).reduce((a, b) => a + b, 0) / c.jobs;
+    const hit = c.statements.filter((st) => st.op !== 'harness' && st.op !== 'background').reduce((a, st) => a + st.hit, 0) / c.jobs;
+    lines.push(`| ${c.system} | ${c.phase} | ${Math.round(c.walBytes / c.jobs).toLocaleString('en-US')} | ${Math.round(c.walRecordBytes / c.jobs).toLocaleString('en-US')} | ${idx.toFixed(1)} | ${hit.toFixed(1)} |`);
+  }
+  lines.push('');
+  return lines;
 }

@@ -31,6 +31,9 @@ export class PgBossSystem implements BenchSystem {
     await this.#boss.start();
     if (!(await this.#boss.getQueue(QUEUE))) await this.#boss.createQueue(QUEUE, { notify: true });
     this.#pool = new pg.Pool({ connectionString: this.#url, max: 2 });
+    // The harness stops PostgreSQL right after teardown; a connection still closing then gets a FATAL
+    // that, without a listener, crashed the run after its results were written.
+    this.#pool.on('error', (err) => console.error('[pg-boss harness pool]', err.message));
   }
 
   async reset(): Promise<void> {

@@ -45,6 +45,7 @@ export class PlainSqlSystem implements BenchSystem {
 
   async setup(): Promise<void> {
     this.#pool = new pg.Pool({ connectionString: this.#url, max: 8 });
+    this.#pool.on('error', (err) => console.error('[plain-sql pool]', err.message));
     await this.#pool.query(SCHEMA);
   }
 

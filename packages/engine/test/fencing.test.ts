@@ -132,6 +132,19 @@ describe('fencing under concurrency', () => {
 
 
 describe('heartbeat', () => {
+  it('changes no indexed column of spool.jobs, so it can be a HOT update (migration 009)', async () => {
+    // A heartbeat sets lease_expires_at and updated_at. If an index mentions
+    // either (key, predicate or expression), every heartbeat writes a new
+    // entry into every index of the table.
+    const defs = await t.pool.query<{ name: string; def: string }>(
+      `SELECT c.relname AS name, pg_get_indexdef(i.indexrelid) AS def
+       FROM pg_index i JOIN pg_class c ON c.oid = i.indexrelid
+       WHERE i.indrelid = 'spool.jobs'::regclass`);
+    assert.ok(defs.rows.length > 0);
+    const offending = defs.rows.filter((row) => /lease_expires_at|updated_at/.test(row.def)).map((row) => row.name);
+    assert.deepEqual(offending, []);
+  });
+
   it('extends lease_expires_at', async () => {
     const queue = 'heartbeat-extends';
     const id = await insertJob(t.pool, org, queue);

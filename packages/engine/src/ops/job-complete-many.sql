@@ -1,6 +1,13 @@
 -- Completes a batch of jobs, each fenced by worker and (when given) lease.
--- FOR UPDATE re-checks the fence after waiting on a concurrent writer, so of
--- several concurrent completes of one job exactly one matches.
+-- `target` checks the fence on this statement's snapshot without locking the
+-- rows (a FOR UPDATE there wrote a lock record per job, ~6% of a completion's
+-- WAL); the UPDATE then requires the lease `target` saw, and an UPDATE that
+-- waited on a concurrent writer re-checks that against the row's newest
+-- version, so of several concurrent completes of one job exactly one
+-- matches, and the history row names the lease that was actually ended.
+-- (So a complete without a lease_id whose job was rescued and re-leased to
+-- the same worker id between this statement's snapshot and its write is
+-- refused as not_owned: that lease belongs to a new claim.)
 -- In the same statement (CONTRACT §3.10, docs/workflows.md):
 --  * dependents: each dependent's dependencies_remaining drops by the number
 --    of its dependencies completed here; mode 'all' is met at zero, mode
@@ -11,22 +18,22 @@
 --  * workflows: completed and blocked counters and the status.
 --  * one pg_notify for the statement, only when some job became claimable.
 -- `recount` flags a completed job that gained dependents in a transaction
--- this statement's snapshot cannot see (it waited on that transaction's row
--- lock): the caller recounts those dependents afterwards.
+-- this statement's snapshot cannot see (the UPDATE waited on that
+-- transaction's row lock and then saw its dependents_xid): the caller
+-- recounts those dependents afterwards.
 WITH input AS (
   SELECT * FROM unnest($2::uuid[], $3::text[], $4::uuid[], $5::text[]) AS t(id, worker_id, lease_id, result)
 ),
-target AS (
-  SELECT j.id, j.lease_id AS held_lease_id, i.worker_id, i.result,
-         CASE WHEN j.dependents_xid IS NULL THEN false
-              ELSE NOT pg_visible_in_snapshot(j.dependents_xid, pg_current_snapshot()) END AS recount
+-- MATERIALIZED: read once. Inlined into the UPDATE, the planner re-ran this
+-- lookup per row through jobs_worker_idx (quadratic in a worker's jobs).
+target AS MATERIALIZED (
+  SELECT j.id, j.lease_id AS held_lease_id, i.worker_id, i.result
   FROM spool.jobs j
   JOIN input i ON i.id = j.id
   WHERE j.organization_id = $1
     AND j.status = 'processing'
     AND j.assigned_worker_id = i.worker_id
     AND (i.lease_id IS NULL OR j.lease_id = i.lease_id)
-  FOR UPDATE OF j
 ),
 done AS (
   UPDATE spool.jobs j
@@ -38,9 +45,18 @@ done AS (
       cancel_requested_at = NULL,
       updated_at = now()
   FROM target t
+  -- The fence, re-checked on the newest row version: the lease `target` saw
+  -- is still the job's lease. A lease id is set only while the job is
+  -- processing (jobs_lease_iff_processing) and is new for every claim, so an
+  -- equal lease means the same claim by the same worker. (Spelling out
+  -- status = 'processing' here drew the planner to scan every processing row
+  -- through jobs_worker_idx instead of one jobs_pkey lookup per job.)
   WHERE j.id = t.id
+    AND j.lease_id = t.held_lease_id
   RETURNING j.id, j.organization_id, j.queue_name, j.started_at, j.completed_at, j.workflow_id, j.completion_webhook,
-            t.held_lease_id, t.worker_id, t.recount
+            t.held_lease_id, t.worker_id,
+            CASE WHEN j.dependents_xid IS NULL THEN false
+                 ELSE NOT pg_visible_in_snapshot(j.dependents_xid, pg_current_snapshot()) END AS recount
 ),
 history AS (
   INSERT INTO spool.job_history (organization_id, job_id, queue_name, event, from_status, to_status, worker_id, lease_id)

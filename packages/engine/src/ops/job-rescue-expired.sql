@@ -2,7 +2,10 @@
 -- retry_count + 1, or to the dead-letter queue when retries are exhausted
 -- (CONTRACT §3.5). A job whose cancellation was requested ends cancelled
 -- instead: its worker is gone, and running it again would ignore the cancel.
--- Bounded batch; SKIP LOCKED lets replicas overlap safely.
+-- Bounded batch; SKIP LOCKED lets replicas overlap safely. There is no index
+-- on lease_expires_at (migration 009: it cost an index entry per claim and
+-- made heartbeats non-HOT updates): the processing rows are read through
+-- jobs_worker_idx, which holds only them, and sorted.
 WITH expired AS (
   SELECT id, lease_id, assigned_worker_id,
          CASE WHEN cancel_requested_at IS NOT NULL THEN 'cancelled'

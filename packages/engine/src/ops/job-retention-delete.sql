@@ -2,38 +2,37 @@
 -- is older than their window, with their history, in one bounded batch.
 -- The window is per queue: queue_config.settings.retention.<status>_days
 -- (a number of days, fractions allowed), else the default for the status
--- ($2, aligned with $1). Groups (organization, queue, status) are found by a
--- loose index scan over jobs_finished_idx (one probe per group), and each
--- group contributes only rows past its own cutoff, so nothing kept is
--- rescanned. The DELETE re-checks status and completed_at: a job retried
--- (or replayed from the DLQ) while this ran is not deleted.
-WITH RECURSIVE groups AS (
-  (SELECT organization_id, queue_name, status
-   FROM spool.jobs
-   WHERE completed_at IS NOT NULL
-   ORDER BY organization_id, queue_name, status
-   LIMIT 1)
+-- ($2, aligned with $1). Queues are found by a loose index scan over
+-- jobs_org_queue_status_idx (one probe per queue), and each (queue, status)
+-- group is read in that index's created_at order from its oldest row: a job
+-- finished before the cutoff was created before it too, so the scan stops at
+-- the cutoff and rows kept (newer, or kept longer by a per-queue override)
+-- are never rescanned. No index of its own (migration 009): completing a
+-- job no longer writes an entry for retention. The DELETE re-checks status
+-- and completed_at: a job retried (or replayed from the DLQ) while this ran
+-- is not deleted.
+WITH RECURSIVE queues AS (
+  (SELECT organization_id, queue_name FROM spool.jobs ORDER BY organization_id, queue_name LIMIT 1)
   UNION ALL
-  SELECT n.organization_id, n.queue_name, n.status
-  FROM groups g
+  SELECT n.organization_id, n.queue_name
+  FROM queues q
   CROSS JOIN LATERAL (
-    SELECT j.organization_id, j.queue_name, j.status
+    SELECT j.organization_id, j.queue_name
     FROM spool.jobs j
-    WHERE j.completed_at IS NOT NULL
-      AND (j.organization_id, j.queue_name, j.status) > (g.organization_id, g.queue_name, g.status)
-    ORDER BY j.organization_id, j.queue_name, j.status
+    WHERE (j.organization_id, j.queue_name) > (q.organization_id, q.queue_name)
+    ORDER BY j.organization_id, j.queue_name
     LIMIT 1
   ) n
 ),
 cutoffs AS (
-  SELECT g.organization_id, g.queue_name, g.status,
+  SELECT q.organization_id, q.queue_name, d.status,
          now() - make_interval(secs => 86400 * greatest(0, coalesce(
-           CASE WHEN jsonb_typeof(qc.settings -> 'retention' -> (g.status || '_days')) = 'number'
-                THEN (qc.settings -> 'retention' ->> (g.status || '_days'))::float8 END,
+           CASE WHEN jsonb_typeof(qc.settings -> 'retention' -> (d.status || '_days')) = 'number'
+                THEN (qc.settings -> 'retention' ->> (d.status || '_days'))::float8 END,
            d.days))) AS cutoff
-  FROM groups g
-  JOIN unnest($1::text[], $2::float8[]) AS d(status, days) ON d.status = g.status
-  LEFT JOIN spool.queue_config qc ON qc.organization_id = g.organization_id AND qc.queue_name = g.queue_name
+  FROM queues q
+  CROSS JOIN unnest($1::text[], $2::float8[]) AS d(status, days)
+  LEFT JOIN spool.queue_config qc ON qc.organization_id = q.organization_id AND qc.queue_name = q.queue_name
 ),
 victims AS (
   SELECT v.id, c.status, c.cutoff
@@ -42,8 +41,9 @@ victims AS (
     SELECT j.id
     FROM spool.jobs j
     WHERE j.organization_id = c.organization_id AND j.queue_name = c.queue_name AND j.status = c.status
+      AND j.created_at < c.cutoff
       AND j.completed_at IS NOT NULL AND j.completed_at < c.cutoff
-    ORDER BY j.completed_at
+    ORDER BY j.created_at
     LIMIT $3
   ) v
   LIMIT $3

@@ -10,6 +10,7 @@ import type { Config } from './config.js';
 import type { EnqueueBatcher } from './enqueue-batcher.js';
 import { requireAuth } from './http/auth.js';
 import { installErrorHandler } from './http/errors.js';
+import { answerExpectations, clientErrorHandler, frameworkErrors } from './http/framework-errors.js';
 import { installJsonBodyParser } from './http/json-body.js';
 import type { TokenService } from './http/jwt.js';
 import { installRateLimits } from './http/rate-limit.js';
@@ -126,7 +127,10 @@ export async function buildApp(ctx: AppContext): Promise<FastifyInstance> {
     genReqId: () => randomUUID(),
     return503OnClosing: true,
     forceCloseConnections: 'idle',
+    clientErrorHandler,
+    frameworkErrors,
   });
+  answerExpectations(app.server);
   app.decorateRequest('auth', null);
   const routeTable: RouteSummary[] = [];
   app.decorate('routeTable', routeTable);

@@ -1,9 +1,10 @@
 import { createHash, createHmac, timingSafeEqual } from 'node:crypto';
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { Type } from 'typebox';
-import { AuthenticationError, NotFoundError, SpoolError, ValidationError } from '@spool/protocol';
+import { AuthenticationError, LIMITS, NotFoundError, SpoolError, ValidationError } from '@spool/protocol';
 import { isUuid, jobInsertMany, type NewJob } from '@spool/engine';
 import type { AppContext } from '../app.js';
+import { jsonNestedDeeperThan, tooDeepError } from '../http/json-body.js';
 import { jsonBytes } from '../wire/common.js';
 
 const MAX_BODY_BYTES = 5 * 1024 * 1024;
@@ -26,8 +27,10 @@ function providerQueue(prefix: string, name: string): string {
 }
 
 function parseJson(raw: Buffer): unknown {
+  const text = raw.toString('utf8');
+  if (jsonNestedDeeperThan(text, LIMITS.jsonDepthMax)) throw tooDeepError();
   try {
-    return JSON.parse(raw.toString('utf8'));
+    return JSON.parse(text);
   } catch {
     throw new ValidationError('Body must be valid JSON', { field: 'body' });
   }

@@ -201,7 +201,7 @@ export async function runFuzz(server: FuzzServer, options: FuzzOptions): Promise
       const request = build(plan, routes, target);
       const path = request.target.split('?')[0]!;
       const logsBefore = server.errorLogs?.().length ?? 0;
-      const response = await sendRaw(hostname, Number(port), request, HOLD_OPEN.test(path) ? 1500 : 15_000);
+      const response = await sendRaw(hostname, Number(port), request, HOLD_OPEN.test(path) ? 600 : 15_000);
       hit.add(plan.route);
       const bucket = response.timedOut ? 'timeout' : response.reset ? 'reset' : String(response.status);
       statuses[bucket] = (statuses[bucket] ?? 0) + 1;

@@ -14,6 +14,7 @@ import pg from 'pg';
 import { pino } from 'pino';
 import { organizationCreate } from '@spool/engine';
 import { loadConfig, startEmbeddedPostgres, startSpool, type EmbeddedPostgres } from '@spool/server';
+import { runGrpcFuzz } from './fuzz/grpc.js';
 import { formatReport, runFuzz } from './fuzz/run.js';
 
 function option(name: string): string | undefined {
@@ -88,7 +89,13 @@ async function main(): Promise<number> {
       },
     );
     console.log(formatReport(report));
-    code = report.failures.length + report.inconsistencies.length + report.processErrors.length === 0 ? 0 : 1;
+    const ids = (await spool.db.query<{ id: string }>('SELECT id::text FROM spool.jobs WHERE organization_id = $1 LIMIT 200', [org.organization.id])).rows.map((r) => r.id);
+    const grpcRuns = Math.max(50, Math.ceil(runs / 10));
+    const grpcReport = await runGrpcFuzz(`127.0.0.1:${spool.grpcPort}`, org.apiKey.key, () => ids, { runs: grpcRuns, seed });
+    console.log(`fuzz grpc: seed=${seed} runs=${grpcReport.runs} methods=${grpcReport.methods} failures=${grpcReport.failures.length}`);
+    console.log(`grpc codes: ${Object.entries(grpcReport.codes).sort().map(([c, n]) => `${c}=${n}`).join(' ')}`);
+    for (const failure of grpcReport.failures.slice(0, 20)) console.log(`  grpc: ${failure}`);
+    code = report.failures.length + report.inconsistencies.length + report.processErrors.length + grpcReport.failures.length === 0 ? 0 : 1;
   } finally {
     await spool.stop();
     await admin.query(`DROP DATABASE IF EXISTS ${pg.escapeIdentifier(database)} WITH (FORCE)`);

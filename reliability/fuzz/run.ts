@@ -48,6 +48,8 @@ export interface FuzzReport {
   runs: number;
   routes: number;
   routesHit: number;
+  /** Routes that answered at least one generated request with a 2xx (the generator got past validation). */
+  routesOk: number;
   statuses: Record<string, number>;
   failures: Failure[];
   /** Distinct (route, problem) pairs among the failures. */
@@ -193,6 +195,7 @@ export async function runFuzz(server: FuzzServer, options: FuzzOptions): Promise
   const failures: Failure[] = [];
   const statuses: Record<string, number> = {};
   const hit = new Set<number>();
+  const ok = new Set<number>();
   let run = 0;
   try {
     const { target, harvest, refresh } = await prepareTarget(server);
@@ -205,7 +208,10 @@ export async function runFuzz(server: FuzzServer, options: FuzzOptions): Promise
       hit.add(plan.route);
       const bucket = response.timedOut ? 'timeout' : response.reset ? 'reset' : String(response.status);
       statuses[bucket] = (statuses[bucket] ?? 0) + 1;
-      if (response.status >= 200 && response.status < 300) harvest(response.body.toString('utf8'));
+      if (response.status >= 200 && response.status < 300) {
+        ok.add(plan.route);
+        harvest(response.body.toString('utf8'));
+      }
       if (response.status < 500) await refresh(request.label).catch(() => {});
       options.progress?.(run, options.runs);
       const problems = responseProblems(request, response);
@@ -238,6 +244,7 @@ export async function runFuzz(server: FuzzServer, options: FuzzOptions): Promise
     runs: run,
     routes: routes.length,
     routesHit: hit.size,
+    routesOk: ok.size,
     statuses,
     failures,
     distinct,
@@ -250,7 +257,7 @@ export async function runFuzz(server: FuzzServer, options: FuzzOptions): Promise
 /** A multi-line human summary of a report (the CLI prints it; tests put it in assertion messages). */
 export function formatReport(report: FuzzReport, maxFailures = 20): string {
   const lines = [
-    `fuzz: seed=${report.seed} runs=${report.runs} routes=${report.routesHit}/${report.routes} failures=${report.failures.length} distinct=${report.distinct.length} inconsistencies=${report.inconsistencies.length} process_errors=${report.processErrors.length} duration=${(report.durationMs / 1000).toFixed(1)}s`,
+    `fuzz: seed=${report.seed} runs=${report.runs} routes=${report.routesHit}/${report.routes} routes_2xx=${report.routesOk} failures=${report.failures.length} distinct=${report.distinct.length} inconsistencies=${report.inconsistencies.length} process_errors=${report.processErrors.length} duration=${(report.durationMs / 1000).toFixed(1)}s`,
     `statuses: ${Object.entries(report.statuses).sort().map(([s, n]) => `${s}=${n}`).join(' ')}`,
   ];
   for (const d of report.distinct) lines.push(`  distinct: ${d}`);

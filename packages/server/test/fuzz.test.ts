@@ -10,9 +10,10 @@ import { Writable } from 'node:stream';
 import { after, before, describe, it } from 'node:test';
 import { pino } from 'pino';
 import { startTestServer, type TestServer } from '../../../test-support/server.js';
+import { runGrpcFuzz } from '../../../reliability/fuzz/grpc.js';
 import { formatReport, runFuzz, type FuzzServer } from '../../../reliability/fuzz/run.js';
 
-const RUNS = 250;
+const RUNS = 200;
 const FIXED_SEED = 20261129;
 
 let server: TestServer;
@@ -51,5 +52,12 @@ describe('fuzz (fast variant of npm run fuzz)', () => {
     const seed = randomBytes(4).readInt32LE();
     console.log(`fuzz: random seed ${seed} (replay: npm run fuzz -- --runs ${RUNS} --seed ${seed})`);
     await fuzz(seed);
+  });
+  it('gRPC: every unary method, generated fields and credentials, never INTERNAL or UNKNOWN', async () => {
+    const ids = (await server.spool.db.query<{ id: string }>('SELECT id::text FROM spool.jobs LIMIT 100')).rows.map((r) => r.id);
+    const report = await runGrpcFuzz(`127.0.0.1:${server.grpcPort}`, server.apiKey, () => ids, { runs: 150, seed: FIXED_SEED });
+    console.log(`fuzz grpc: runs=${report.runs} methods=${report.methods} ${JSON.stringify(report.codes)}`);
+    assert.deepEqual(report.failures, []);
+    assert.ok((report.codes.OK ?? 0) > 10, `some calls succeed: ${JSON.stringify(report.codes)}`);
   });
 });

@@ -49,6 +49,16 @@ describe('API edge (regressions found by npm run fuzz)', () => {
     assert.equal(text.status, 201, text.text);
   });
 
+  it('a NUL (%00) in a query parameter that reaches SQL is a 400, not a 500 (was 500 on GET/HEAD /jobs/dlq?queue_name=%00)', async () => {
+    for (const path of ['/api/v1/jobs/dlq?queue_name=%00', '/api/v1/jobs/dlq?queue_name=a%00b', '/api/v1/jobs?queue_name=%00']) {
+      const response = await server.request('GET', path);
+      assert.equal(response.status, 400, `${path}: ${response.text}`);
+      assert.equal(response.body.code, 'VALIDATION_ERROR');
+      assert.match(response.body.message, /cannot store \(\\u0000\)/);
+    }
+    assert.equal((await raw({ method: 'HEAD', target: '/api/v1/jobs/dlq?queue_name=%00' })).status, 400);
+  });
+
   it('nesting up to the limit is accepted and stored', async () => {
     const job = await server.request('POST', '/api/v1/jobs', { rawBody: `{"queue_name":"edge","payload":${nested(120)}}` });
     assert.equal(job.status, 201, job.text);

@@ -1,8 +1,9 @@
 /**
- * `npm run fuzz [-- --runs N] [--seed S] [--shrink]`: generated requests
+ * `npm run fuzz [-- --runs N] [--seed S] [--concurrency C] [--shrink]`: generated requests
  * against every route of a real Spool (its own embedded PostgreSQL, or a
  * throwaway database on DATABASE_URL), then the database consistency query.
- * Prints the seed first: `--seed S` replays the same request sequence.
+ * Prints the seed first: `--seed S` replays the same request sequence
+ * (with `--concurrency C`, batches of C requests race each other).
  * Exits 1 on any 5xx, contract violation, hang, crash or inconsistency.
  */
 import { randomBytes } from 'node:crypto';
@@ -35,11 +36,25 @@ function intOption(name: string, fallback: number): number {
 async function main(): Promise<number> {
   const runs = intOption('runs', 5000);
   const seed = intOption('seed', randomBytes(4).readInt32LE());
+  const concurrency = intOption('concurrency', 1);
   const shrink = process.argv.includes('--shrink');
-  console.log(`fuzz: seed=${seed} runs=${runs} (replay: npm run fuzz -- --runs ${runs} --seed ${seed})`);
+  console.log(`fuzz: seed=${seed} runs=${runs} concurrency=${concurrency} (replay: npm run fuzz -- --runs ${runs} --seed ${seed}${concurrency > 1 ? ` --concurrency ${concurrency}` : ''})`);
 
   let embedded: EmbeddedPostgres | null = null;
   let tmp: string | null = null;
+  let stopSpool: (() => Promise<void>) | null = null;
+  // Ctrl-C mid-run: stop the server and the embedded PostgreSQL rather than orphan them.
+  const interrupted = (signal: string) => {
+    console.log(`fuzz: ${signal}: stopping`);
+    void (async () => {
+      await stopSpool?.().catch(() => {});
+      await embedded?.stop().catch(() => {});
+      if (tmp) rmSync(tmp, { recursive: true, force: true });
+      process.exit(130);
+    })();
+  };
+  process.once('SIGINT', () => interrupted('SIGINT'));
+  process.once('SIGTERM', () => interrupted('SIGTERM'));
   let adminUrl = process.env.DATABASE_URL;
   if (!adminUrl) {
     tmp = mkdtempSync(join(tmpdir(), 'spool-fuzz-'));
@@ -71,6 +86,7 @@ async function main(): Promise<number> {
     publicRateLimitPerMinute: 0,
   };
   const spool = await startSpool(config, { logger, announce: () => {} });
+  stopSpool = () => spool.stop();
   let code = 1;
   try {
     const org = await organizationCreate(spool.db, { name: 'fuzz', slug: `fuzz-${randomBytes(3).toString('hex')}`, planTier: 'unlimited', environment: 'development' });
@@ -80,6 +96,7 @@ async function main(): Promise<number> {
       {
         runs,
         seed,
+        concurrency,
         shrink,
         progress: (done, total) => {
           if (Date.now() - lastPrinted < 10_000 && done !== total) return;

@@ -29,6 +29,8 @@ export interface FuzzServer {
 export interface FuzzOptions {
   runs: number;
   seed: number;
+  /** Requests sent at once per fast-check run (default 1: a reproducible sequence). */
+  concurrency?: number;
   /** Stop at the first failing request and let fast-check shrink it. */
   shrink?: boolean;
   progress?: (done: number, total: number) => void;
@@ -199,7 +201,7 @@ export async function runFuzz(server: FuzzServer, options: FuzzOptions): Promise
   let run = 0;
   try {
     const { target, harvest, refresh } = await prepareTarget(server);
-    const property = fc.asyncProperty(planArbitrary(routes), async (plan: Plan) => {
+    const execute = async (plan: Plan): Promise<boolean> => {
       run += 1;
       const request = build(plan, routes, target);
       const path = request.target.split('?')[0]!;
@@ -225,8 +227,15 @@ export async function runFuzz(server: FuzzServer, options: FuzzOptions): Promise
         logs: (server.errorLogs?.() ?? []).slice(logsBefore),
       });
       return !options.shrink;
+    };
+    // With concurrency > 1 each fast-check run is a batch of requests sent at
+    // once (races between them on the same objects are the point).
+    const concurrency = Math.max(1, options.concurrency ?? 1);
+    const property = fc.asyncProperty(fc.array(planArbitrary(routes), { minLength: concurrency, maxLength: concurrency }), async (plans: Plan[]) => {
+      const results = await Promise.all(plans.map(execute));
+      return results.every(Boolean);
     });
-    await fc.assert(property, { numRuns: options.runs, seed: options.seed, endOnFailure: !options.shrink });
+    await fc.assert(property, { numRuns: Math.ceil(options.runs / concurrency), seed: options.seed, endOnFailure: !options.shrink });
   } catch (err) {
     if (!options.shrink) throw err;
     watcher.errors.push(`shrunk counterexample: ${(err as Error).message}`);

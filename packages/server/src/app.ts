@@ -10,7 +10,7 @@ import type { Config } from './config.js';
 import type { EnqueueBatcher } from './enqueue-batcher.js';
 import { requireAuth } from './http/auth.js';
 import { installErrorHandler } from './http/errors.js';
-import { answerExpectations, clientErrorHandler, frameworkErrors } from './http/framework-errors.js';
+import { answerBadHandshakes, answerExpectations, clientErrorHandler, frameworkErrors } from './http/framework-errors.js';
 import { installJsonBodyParser } from './http/json-body.js';
 import type { TokenService } from './http/jwt.js';
 import { installRateLimits } from './http/rate-limit.js';
@@ -165,6 +165,7 @@ export async function buildApp(ctx: AppContext): Promise<FastifyInstance> {
   await app.register(swaggerUi, { routePrefix: '/docs' });
   // Before any route, so that upgrade requests reach only WebSocket routes.
   await app.register(websocket, { options: { maxPayload: 64 * 1024 } });
+  answerBadHandshakes(app.websocketServer);
 
   const limits = await installRateLimits(app, ctx.config.publicRateLimitPerMinute);
   healthRoutes(app, ctx);

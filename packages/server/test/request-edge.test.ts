@@ -95,6 +95,12 @@ describe('API edge (regressions found by npm run fuzz)', () => {
     assertError(await raw({ method: 'POST', target: '/api/v1/jobs', headers: [['Authorization', `Bearer ${server.apiKey}`], ['Content-Type', 'application/json'], ['Expect', 'x-junk']], body: Buffer.from('{}') }), 417, 'BAD_REQUEST', /Unsupported Expect header: x-junk/);
   });
 
+  it('a malformed WebSocket handshake on any route: 400 with an error body (was text/html from ws)', async () => {
+    const upgrade: [string, string][] = [['Authorization', `Bearer ${server.apiKey}`], ['Connection', 'Upgrade'], ['Upgrade', 'websocket']];
+    assertError(await raw({ target: '/api/v1/queues/q/stats', headers: upgrade }), 400, 'BAD_REQUEST', /handshake refused: Missing or invalid Sec-WebSocket-Key/);
+    assertError(await raw({ target: '/api/v1/ws', headers: [...upgrade, ['Sec-WebSocket-Key', 'dGhlIHNhbXBsZSBub25jZQ=='], ['Sec-WebSocket-Version', '99']] }), 400, 'BAD_REQUEST', /Sec-WebSocket-Version/);
+  });
+
   it('GET /api/v1/ws without an Upgrade: 426 with an error body (was an empty 404)', async () => {
     const response = await raw({ target: '/api/v1/ws' });
     assertError(response, 426, 'BAD_REQUEST', /WebSocket/);

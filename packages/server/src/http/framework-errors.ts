@@ -1,13 +1,14 @@
-import { STATUS_CODES, type Server } from 'node:http';
+import { STATUS_CODES, type IncomingMessage, type Server } from 'node:http';
 import type { Socket } from 'node:net';
+import type { Duplex } from 'node:stream';
 import type { FastifyError, FastifyReply, FastifyRequest } from 'fastify';
 import { errorBody } from './errors.js';
 
 /**
  * Requests refused before a route runs still get the contract's error body
  * (CONTRACT §1.4): malformed HTTP and oversized headers (Node's parser),
- * unparseable URLs and overlong path parameters (the router), and
- * `Expect` values Node answers on its own.
+ * unparseable URLs and overlong path parameters (the router), `Expect`
+ * values Node answers on its own, and malformed WebSocket handshakes.
  */
 
 /** Fastify `clientErrorHandler`: the HTTP parser refused the request, so we write the bytes ourselves. */
@@ -51,5 +52,25 @@ export function answerExpectations(server: Server): void {
     const text = JSON.stringify(errorBody('BAD_REQUEST', `Unsupported Expect header: ${String(request.headers.expect).slice(0, 100)}`));
     response.writeHead(417, { 'content-type': 'application/json; charset=utf-8', 'content-length': Buffer.byteLength(text), connection: 'close' });
     response.end(text);
+  });
+}
+
+interface HandshakeRefusals {
+  on(event: 'wsClientError', listener: (error: Error, socket: Duplex, request: IncomingMessage) => void): unknown;
+}
+
+/**
+ * The `ws` server refuses malformed WebSocket handshakes (any route can be
+ * asked to upgrade) with a text/html 400; answer with the error body
+ * instead. 405 for a method other than GET, as `ws` would.
+ */
+export function answerBadHandshakes(wss: HandshakeRefusals): void {
+  wss.on('wsClientError', (error, socket, request) => {
+    const status = request.method === 'GET' ? 400 : 405;
+    const text = JSON.stringify(errorBody('BAD_REQUEST', `WebSocket handshake refused: ${error.message}`));
+    if (socket.writable) {
+      socket.end(`HTTP/1.1 ${status} ${STATUS_CODES[status]}\r\nContent-Type: application/json; charset=utf-8\r\nContent-Length: ${Buffer.byteLength(text)}\r\nConnection: close\r\n\r\n${text}`);
+    }
+    socket.once('finish', () => socket.destroy());
   });
 }

@@ -182,11 +182,18 @@ function bodyBytes(body: BodyPlan, target: Target): Buffer | undefined {
   }
 }
 
+/** One query value as text (objects without a prototype have no toString). */
+function queryText(value: unknown): string {
+  if (value instanceof Raw) return value.text;
+  if (typeof value === 'object' && value !== null) return toJsonText(value);
+  return String(value);
+}
+
 function queryString(query: QueryPlan, target: Target): string {
   if (query.kind === 'raw') return query.text;
   const values = resolvePicks(query.values, target) as Record<string, unknown>;
   return Object.entries(values)
-    .map(([k, v]) => `${safeEncode(k)}=${safeEncode(v instanceof Raw ? v.text : Array.isArray(v) ? v.map((x) => (x instanceof Raw ? x.text : String(x))).join(',') : typeof v === 'object' && v !== null ? JSON.stringify(v) : String(v))}`)
+    .map(([k, v]) => `${safeEncode(k)}=${safeEncode(Array.isArray(v) ? v.map(queryText).join(',') : queryText(v))}`)
     .join('&');
 }
 

@@ -105,7 +105,7 @@ async function main(): Promise<number> {
         },
       },
     );
-    console.log(formatReport(report));
+    console.log(formatReport(report, 20, true));
     const ids = (await spool.db.query<{ id: string }>('SELECT id::text FROM spool.jobs WHERE organization_id = $1 LIMIT 200', [org.organization.id])).rows.map((r) => r.id);
     const grpcRuns = Math.max(50, Math.ceil(runs / 10));
     const grpcReport = await runGrpcFuzz(`127.0.0.1:${spool.grpcPort}`, org.apiKey.key, () => ids, { runs: grpcRuns, seed });

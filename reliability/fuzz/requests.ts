@@ -2,7 +2,7 @@ import { createHmac } from 'node:crypto';
 import fc from 'fast-check';
 import { kindOfKey, kindOfParam, pathParams, type Route } from '../../test-support/route-table.js';
 import type { RawRequest } from './raw-http.js';
-import { boundaryValue, DEEP_ARRAY, DEEP_OBJECT, HUGE_ARRAY, mutatedObject, NASTY_STRINGS, Pick, Raw, resolvePicks, toJsonText, validValue, type Known, type Schema } from './values.js';
+import { boundaryValue, DEEP_ARRAY, DEEP_OBJECT, HUGE_ARRAY, mutatedObject, NASTY_STRINGS, Raw, resolvePicks, resourceOfKey, toJsonText, validValue, type Known, type Schema } from './values.js';
 
 /**
  * One generated request, as plain data (so fast-check can print and shrink
@@ -132,6 +132,14 @@ export function planArbitrary(routes: Route[]): fc.Arbitrary<Plan> {
   return fc.oneof(...perRoute);
 }
 
+/** `/api/v1/workflows/:id/jobs/:job_id`: `id` names a workflow, `job_id` a job. */
+function resourceOfParam(url: string, param: string): string | undefined {
+  const byKey = resourceOfKey(param);
+  if (byKey) return byKey;
+  const segments = url.replace(/^\/api\/v1\//, '').split('/');
+  return segments[0] === 'admin' ? segments[1] : segments[0];
+}
+
 function b64url(value: unknown): string {
   return Buffer.from(typeof value === 'string' ? value : JSON.stringify(value)).toString('base64url');
 }
@@ -220,7 +228,7 @@ export function build(plan: Plan, routes: Route[], target: Target): RawRequest &
     const kind = kindOfParam(param);
     let segment: string;
     if (param === 'org_id' && p.kind === 'known') segment = target.organizationId;
-    else if (p.kind === 'known') segment = encodeURIComponent(kind === 'uuid' ? target.id(p.pick) : target.queue(p.pick));
+    else if (p.kind === 'known') segment = encodeURIComponent(kind === 'uuid' ? target.id(p.pick, resourceOfParam(route.url, param)) : target.queue(p.pick));
     else if (p.kind === 'fresh') segment = encodeURIComponent(p.value);
     else segment = p.encode ? safeEncode(p.value) : rawSegment(p.value);
     if (segment === '') segment = '%20';

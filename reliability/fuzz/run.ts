@@ -5,6 +5,7 @@ import type { Route } from '../../test-support/route-table.js';
 import { responseProblems } from './contract.js';
 import { sendRaw, type RawRequest, type RawResponse } from './raw-http.js';
 import { build, planArbitrary, type Plan, type Target } from './requests.js';
+import { resourceOfKey } from './values.js';
 
 /**
  * The fuzz loop shared by `npm run fuzz` and the fast variant in `npm test`:
@@ -52,6 +53,8 @@ export interface FuzzReport {
   routesHit: number;
   /** Routes that answered at least one generated request with a 2xx (the generator got past validation). */
   routesOk: number;
+  /** The others: where the generator never got a request accepted (worth better samples). */
+  routesNever2xx: string[];
   statuses: Record<string, number>;
   failures: Failure[];
   /** Distinct (route, problem) pairs among the failures. */
@@ -63,6 +66,8 @@ export interface FuzzReport {
 
 const CONSISTENCY_SQL = readFileSync(new URL('./consistency.sql', import.meta.url), 'utf8');
 const UUID = /[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}/gi;
+const UUID_ONLY = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
+const QUEUE_NAME = /^[A-Za-z0-9_][A-Za-z0-9_.-]{0,99}$/;
 const HOLD_OPEN = /^\/api\/v1\/(events|ws|jobs\/claim)/;
 
 /** Violations of the database invariants (reliability/fuzz/consistency.sql); [] when consistent. */
@@ -122,20 +127,42 @@ async function api(server: FuzzServer, method: string, path: string, body?: unkn
 }
 
 /** Credentials, and a pool of ids and queue names that grows with every answer. */
-async function prepareTarget(server: FuzzServer): Promise<{ target: Target; harvest(text: string): void; refresh(label: string): Promise<void> }> {
+async function prepareTarget(server: FuzzServer): Promise<{ target: Target; harvest(text: string, label?: string): void; refresh(label: string): Promise<void> }> {
   const protectedIds = new Set<string>([server.organizationId.toLowerCase()]);
   const ids: string[] = [];
-  const queues = ['fuzz-queue', 'fuzz-other'];
   const idSet = new Set<string>();
-  const harvest = (text: string) => {
-    for (const id of text.match(UUID) ?? []) {
-      const lower = id.toLowerCase();
-      if (!protectedIds.has(lower) && !idSet.has(lower) && ids.length < 5000) {
-        idSet.add(lower);
-        ids.push(lower);
-      }
+  const pools = new Map<string, string[]>();
+  const queues = ['fuzz-queue', 'fuzz-other'];
+  const remember = (id: string, resource: string | undefined) => {
+    const lower = id.toLowerCase();
+    if (protectedIds.has(lower)) return;
+    if (!idSet.has(lower) && ids.length < 5000) {
+      idSet.add(lower);
+      ids.push(lower);
     }
-    for (const m of text.matchAll(/"queue_name":"([A-Za-z0-9_][A-Za-z0-9_.-]{0,99})"/g)) if (!queues.includes(m[1]!) && queues.length < 500) queues.push(m[1]!);
+    if (!resource) return;
+    const pool = pools.get(resource) ?? [];
+    if (!pool.includes(lower) && pool.length < 500) pool.push(lower);
+    pools.set(resource, pool);
+  };
+  // `id` fields belong to the resource of the route that answered; `job_id`, `worker_id` … to theirs.
+  const walk = (value: unknown, resource: string | undefined, key = ''): void => {
+    if (typeof value === 'string') {
+      if (UUID_ONLY.test(value)) remember(value, key === 'id' ? resource : resourceOfKey(key));
+      else for (const id of value.match(UUID) ?? []) remember(id, undefined);
+      if (key === 'queue_name' && QUEUE_NAME.test(value) && !queues.includes(value) && queues.length < 500) queues.push(value);
+    } else if (Array.isArray(value)) value.forEach((v) => walk(v, resource, key));
+    else if (value && typeof value === 'object') for (const [k, v] of Object.entries(value)) walk(v, resource, k);
+  };
+  const harvest = (text: string, label = '') => {
+    let parsed: unknown;
+    try {
+      parsed = JSON.parse(text);
+    } catch {
+      return;
+    }
+    const segments = label.replace(/^[A-Z]+ \/api\/v1\//, '').split('/');
+    walk(parsed, segments[0] === 'admin' ? segments[1] : segments[0]);
   };
   const login = async () => api(server, 'POST', '/api/v1/auth/login', { api_key: server.apiKey }) as Promise<{ access_token: string; refresh_token: string }>;
   let tokens = await login();
@@ -153,7 +180,7 @@ async function prepareTarget(server: FuzzServer): Promise<{ target: Target; harv
   const job = await api(server, 'POST', '/api/v1/jobs', { queue_name: 'fuzz-queue', payload: { n: 1 } });
   await api(server, 'POST', '/api/v1/jobs', { queue_name: 'fuzz-queue', payload: { n: 2 }, max_retries: 0 });
   const claimed = await api(server, 'POST', '/api/v1/jobs/claim', { queue_name: 'fuzz-queue', worker_id: 'fuzz-worker', limit: 1 });
-  harvest(JSON.stringify([job, claimed]));
+  harvest(JSON.stringify([job, claimed]), 'POST /api/v1/jobs');
   const attempts = [
     ['POST', '/api/v1/workers/register', { queue_name: 'fuzz-queue', hostname: 'fuzz-host' }],
     ['POST', '/api/v1/schedules', { name: 'fuzz-schedule', cron_expression: '0 0 1 1 *', queue_name: 'fuzz-queue', payload_template: {} }],
@@ -162,8 +189,8 @@ async function prepareTarget(server: FuzzServer): Promise<{ target: Target; harv
     ['POST', '/api/v1/api-keys', { name: 'fuzz key' }],
     ['POST', '/api/v1/organizations/webhook-token/regenerate', undefined],
   ] as const;
-  for (const [method, path, body] of attempts) harvest(JSON.stringify(await api(server, method, path, body).catch(() => null)));
-  for (const path of ['/api/v1/jobs', '/api/v1/workers', '/api/v1/schedules', '/api/v1/workflows', '/api/v1/outgoing-webhooks']) harvest(JSON.stringify(await api(server, 'GET', path).catch(() => null)));
+  for (const [method, path, body] of attempts) harvest(JSON.stringify(await api(server, method, path, body).catch(() => null)), `${method} ${path}`);
+  for (const path of ['/api/v1/jobs', '/api/v1/workers', '/api/v1/schedules', '/api/v1/workflows', '/api/v1/outgoing-webhooks', '/api/v1/api-keys']) harvest(JSON.stringify(await api(server, 'GET', path).catch(() => null)), `GET ${path}`);
   await readWebhookToken();
 
   const target: Target = {
@@ -175,7 +202,12 @@ async function prepareTarget(server: FuzzServer): Promise<{ target: Target; harv
     webhookToken: () => webhookToken,
     githubSecret: server.githubSecret,
     stripeSecret: server.stripeSecret,
-    id: (pick) => ids[pick % ids.length] ?? '00000000-0000-4000-8000-000000000000',
+    // Mostly an id of the kind the route wants; sometimes any id (another kind's id must be a 404 too).
+    id: (pick, resource) => {
+      const pool = resource ? pools.get(resource) : undefined;
+      const from = pool?.length && pick % 5 !== 0 ? pool : ids;
+      return from[Math.floor(pick / 5) % from.length] ?? '00000000-0000-4000-8000-000000000000';
+    },
     queue: (pick) => queues[pick % queues.length]!,
   };
   return {
@@ -212,7 +244,7 @@ export async function runFuzz(server: FuzzServer, options: FuzzOptions): Promise
       statuses[bucket] = (statuses[bucket] ?? 0) + 1;
       if (response.status >= 200 && response.status < 300) {
         ok.add(plan.route);
-        harvest(response.body.toString('utf8'));
+        harvest(response.body.toString('utf8'), request.label);
       }
       if (response.status < 500) await refresh(request.label).catch(() => {});
       options.progress?.(run, options.runs);
@@ -254,6 +286,7 @@ export async function runFuzz(server: FuzzServer, options: FuzzOptions): Promise
     routes: routes.length,
     routesHit: hit.size,
     routesOk: ok.size,
+    routesNever2xx: routes.filter((_, i) => !ok.has(i)).map((r) => `${r.method} ${r.url}`),
     statuses,
     failures,
     distinct,
@@ -264,11 +297,12 @@ export async function runFuzz(server: FuzzServer, options: FuzzOptions): Promise
 }
 
 /** A multi-line human summary of a report (the CLI prints it; tests put it in assertion messages). */
-export function formatReport(report: FuzzReport, maxFailures = 20): string {
+export function formatReport(report: FuzzReport, maxFailures = 20, verbose = false): string {
   const lines = [
     `fuzz: seed=${report.seed} runs=${report.runs} routes=${report.routesHit}/${report.routes} routes_2xx=${report.routesOk} failures=${report.failures.length} distinct=${report.distinct.length} inconsistencies=${report.inconsistencies.length} process_errors=${report.processErrors.length} duration=${(report.durationMs / 1000).toFixed(1)}s`,
     `statuses: ${Object.entries(report.statuses).sort().map(([s, n]) => `${s}=${n}`).join(' ')}`,
   ];
+  if (verbose) lines.push(`never 2xx: ${report.routesNever2xx.join(', ')}`);
   for (const d of report.distinct) lines.push(`  distinct: ${d}`);
   const shown = new Set<string>();
   for (const failure of report.failures) {

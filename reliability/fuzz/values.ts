@@ -25,17 +25,40 @@ export function toJsonText(value: unknown): string {
 
 /** Ids and queue names the server knows, picked at request time (the pool grows as the fuzz creates objects). */
 export interface Known {
-  id(pick: number): string;
+  /** An id the server returned; with `resource` ("jobs", "workers" …) preferably one of that kind. */
+  id(pick: number, resource?: string): string;
   queue(pick: number): string;
 }
 
 /** A value resolved against `Known` when the request is built. */
 export class Pick {
-  constructor(readonly kind: 'uuid' | 'name', readonly index: number) {}
+  constructor(readonly kind: 'uuid' | 'name', readonly index: number, readonly resource?: string) {}
 }
 
+/** Which kind of object a field or path parameter names: `job_id` → jobs, `worker_id` → workers. */
+export function resourceOfKey(key: string): string | undefined {
+  const m = /^(job|worker|schedule|workflow|webhook|delivery|lease|api_key)_ids?$/.exec(key) ?? /^(depends)_on/.exec(key);
+  if (!m) return undefined;
+  return ({ job: 'jobs', depends: 'jobs', worker: 'workers', schedule: 'schedules', workflow: 'workflows', webhook: 'outgoing-webhooks', delivery: 'outgoing-webhooks', lease: 'jobs', api_key: 'api-keys' } as Record<string, string>)[m[1]!];
+}
+
+/**
+ * Values known to be valid for fields whose format a generator cannot guess
+ * (a cron expression, a time zone, an event name), so creation routes succeed
+ * and give the fuzz real objects to aim at.
+ */
+export const KNOWN_GOOD: Record<string, unknown[]> = {
+  cron_expression: ['*/5 * * * *', '0 0 1 1 *', '0 */2 * * * *', '@daily'],
+  timezone: ['UTC', 'Europe/Paris', 'America/New_York'],
+  url: ['http://127.0.0.1:9/hook', 'https://example.com/hook'],
+  events: [['job.completed'], ['job.created', 'job.failed']],
+  slug: ['fuzz-org-a', 'fuzz-org-b'],
+  billing_email: ['ada@example.com'],
+  email: ['ada@example.com'],
+};
+
 export function resolvePicks(value: unknown, known: Known): unknown {
-  if (value instanceof Pick) return value.kind === 'uuid' ? known.id(value.index) : known.queue(value.index);
+  if (value instanceof Pick) return value.kind === 'uuid' ? known.id(value.index, value.resource) : known.queue(value.index);
   if (value instanceof Raw) return value;
   if (Array.isArray(value)) return value.map((v) => resolvePicks(v, known));
   if (value && typeof value === 'object') return Object.fromEntries(Object.entries(value).map(([k, v]) => [k, resolvePicks(v, known)]));
@@ -77,8 +100,10 @@ export function validValue(schema: unknown, options: Options, key = '', depth = 
   if (!schema || typeof schema !== 'object') return fc.jsonValue({ maxDepth: 2 });
   const s = schema as Schema;
   const kind = options.kindOf(key);
-  const pick = kind ? fc.nat().map((n) => new Pick(kind, n)) : null;
+  const pick = kind ? fc.nat().map((n) => new Pick(kind, n, resourceOfKey(key))) : null;
   if ('const' in s) return fc.constant(s.const);
+  const good = KNOWN_GOOD[key];
+  if (good && depth > 0) return fc.oneof({ weight: 3, arbitrary: fc.constantFrom(...good) }, { weight: 1, arbitrary: validValue(s, options, '', depth) });
   if (Array.isArray(s.enum)) return fc.constantFrom(...(s.enum as unknown[]));
   const branches = (s.anyOf ?? s.oneOf) as Schema[] | undefined;
   if (Array.isArray(branches) && branches.length > 0) return fc.oneof(...branches.map((b) => validValue(b, options, key, depth)));

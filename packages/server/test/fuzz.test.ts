@@ -13,7 +13,7 @@ import { startTestServer, type TestServer } from '../../../test-support/server.j
 import { runGrpcFuzz } from '../../../reliability/fuzz/grpc.js';
 import { formatReport, runFuzz, type FuzzServer } from '../../../reliability/fuzz/run.js';
 
-const RUNS = 150;
+const RUNS = 300;
 const FIXED_SEED = 20261129;
 
 let server: TestServer;

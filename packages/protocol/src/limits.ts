@@ -17,6 +17,8 @@ export const LIMITS = {
   errorMessageMax: 4096,
   bulkJobsMax: 1000,
   waitMsMax: 30_000,
+  /** Nesting of any JSON body (payloads included): deeper values overflow stacks when serialized, and protobuf readers cap recursion. */
+  jsonDepthMax: 128,
 } as const;
 
 export const QUEUE_NAME_PATTERN = /^[A-Za-z0-9_][A-Za-z0-9_.-]{0,99}$/;

@@ -11,6 +11,7 @@ import type { CompleteBatcher } from './complete-batcher.js';
 import type { EnqueueBatcher } from './enqueue-batcher.js';
 import { requireAuth } from './http/auth.js';
 import { installErrorHandler } from './http/errors.js';
+import { answerBadHandshakes, answerExpectations, clientErrorHandler, frameworkErrors } from './http/framework-errors.js';
 import { installJsonBodyParser } from './http/json-body.js';
 import type { TokenService } from './http/jwt.js';
 import { installRateLimits } from './http/rate-limit.js';
@@ -128,7 +129,10 @@ export async function buildApp(ctx: AppContext): Promise<FastifyInstance> {
     genReqId: () => randomUUID(),
     return503OnClosing: true,
     forceCloseConnections: 'idle',
+    clientErrorHandler,
+    frameworkErrors,
   });
+  answerExpectations(app.server);
   app.decorateRequest('auth', null);
   const routeTable: RouteSummary[] = [];
   app.decorate('routeTable', routeTable);
@@ -163,6 +167,7 @@ export async function buildApp(ctx: AppContext): Promise<FastifyInstance> {
   await app.register(swaggerUi, { routePrefix: '/docs' });
   // Before any route, so that upgrade requests reach only WebSocket routes.
   await app.register(websocket, { options: { maxPayload: 64 * 1024 } });
+  answerBadHandshakes(app.websocketServer);
 
   const limits = await installRateLimits(app, ctx.config.publicRateLimitPerMinute);
   healthRoutes(app, ctx);

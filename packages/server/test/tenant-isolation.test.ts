@@ -16,6 +16,7 @@ import { randomBytes, randomUUID } from 'node:crypto';
 import { after, before, describe, it } from 'node:test';
 import { startTestServer, type TestServer } from '../../../test-support/server.js';
 import { sampleFor } from '../../../test-support/schema-sample.js';
+import { isApiRoute as isApi, kindOfKey, kindOfParam, pathParams, type Kind, type Route } from '../../../test-support/route-table.js';
 
 /** Routes whose answer depends on a path id by design, not on the caller's organization. */
 const ADDRESSED_BY_PATH = [/^\/api\/v1\/webhooks\/:org_id\//];
@@ -30,8 +31,6 @@ const SECRET_SHAPES = /\b(sk_(test|live)_|whk_)[A-Za-z0-9_-]+|eyJ[A-Za-z0-9_-]+\
 const VOLATILE_KEY = /uptime|_at$|_ms$|_secs?$|_seconds$|age|last_used|heartbeat|timestamp|request_id/;
 const MARKER = `tenant-a-secret-${randomBytes(4).toString('hex')}`;
 
-type Kind = 'uuid' | 'name';
-interface Route { method: string; url: string; schema: Record<string, unknown> | undefined }
 interface Call { status: number; contentType: string; text: string; body: unknown }
 
 let server: TestServer;
@@ -40,10 +39,6 @@ const aIds = new Set<string>();
 const aNames = new Set<string>();
 const aSecrets: string[] = [];
 
-const kindOfKey = (key: string): Kind | null =>
-  /^queue(_name)?s?$/.test(key) ? 'name' : /(^|_)ids?$|depends/.test(key) ? 'uuid' : null;
-const kindOfParam = (param: string): Kind => (/name/.test(param) ? 'name' : 'uuid');
-const pathParams = (url: string) => [...url.matchAll(/:([A-Za-z0-9_]+)/g)].map((m) => m[1]!);
 const randomValue = (kind: Kind) => (kind === 'uuid' ? randomUUID() : `q-${randomBytes(4).toString('hex')}`);
 
 function slotsOf(route: Route): Set<Kind> {
@@ -138,7 +133,6 @@ function harvest(value: unknown, key = '', siblings: string[] = []): void {
   else if (value && typeof value === 'object') for (const [k, v] of Object.entries(value)) harvest(v, k, Object.keys(value));
 }
 
-const isApi = (r: Route) => r.url.startsWith('/api/v1/') && ['GET', 'POST', 'PUT', 'PATCH', 'DELETE'].includes(r.method);
 const paramless = (r: Route) => pathParams(r.url).length === 0;
 const matches = (r: Route, list: RegExp[]) => list.some((re) => re.test(r.url));
 

@@ -17,6 +17,8 @@ const PG_CLIENT_ERRORS: Record<string, { status: number; code: string; message: 
   '22001': { status: 400, code: 'VALIDATION_ERROR', message: 'A value is too long' },
   '22023': { status: 400, code: 'VALIDATION_ERROR', message: 'A parameter value is invalid' },
   '22P05': { status: 400, code: 'VALIDATION_ERROR', message: 'Text contains a character PostgreSQL cannot store (\\u0000)' },
+  // The same NUL in a text parameter (a query string's %00) rather than inside JSON.
+  '22021': { status: 400, code: 'VALIDATION_ERROR', message: 'Text contains a character PostgreSQL cannot store (\\u0000)' },
   '23514': { status: 400, code: 'VALIDATION_ERROR', message: 'A value breaks a constraint' },
   '23505': { status: 409, code: 'CONFLICT', message: 'It already exists' },
   '54000': { status: 413, code: 'PAYLOAD_TOO_LARGE', message: 'A value is too large' },

@@ -2,6 +2,7 @@ import type { FastifyInstance, FastifyRequest } from 'fastify';
 import type { WebSocket } from 'ws';
 import { RateLimitError } from '@spool/protocol';
 import { authenticate } from '../http/auth.js';
+import { errorBody } from '../http/errors.js';
 import type { Closable } from './connections.js';
 import { realtimeCredential } from './connections.js';
 import { dottedName, envelope, parseEventFilter, type Envelope, type RealtimeEvent } from './events.js';
@@ -95,8 +96,11 @@ class WsClient implements Closable {
 
 /** CONTRACT §4.1: GET /api/v1/ws. Authenticated before the upgrade (plain 401 on failure). */
 export function websocketRoute(app: FastifyInstance, rt: RealtimeContext): void {
-  app.get<{ Querystring: WsQuery }>('/ws', {
-    websocket: true,
+  app.route<{ Querystring: WsQuery }>({
+    method: 'GET',
+    url: '/ws',
+    // A plain GET (no Upgrade) gets a contract error body, not the plugin's empty 404.
+    handler: async (_request, reply) => reply.code(426).header('upgrade', 'websocket').send(errorBody('BAD_REQUEST', 'This endpoint speaks WebSocket: connect with Upgrade: websocket')),
     schema: { tags: ['realtime'], summary: 'WebSocket: Ping on open and every 30 s; job, queue, worker and schedule events; Subscribe/Unsubscribe/Ping commands' },
     onRequest: async (request: FastifyRequest) => {
       request.auth = await authenticate(rt.app.db, rt.app.tokens, realtimeCredential(request));
@@ -104,28 +108,29 @@ export function websocketRoute(app: FastifyInstance, rt: RealtimeContext): void 
         throw new RateLimitError(5, `At most ${MAX_CONNECTIONS_PER_ORG} WebSocket connections per organization`);
       }
     },
-  }, (socket, request) => {
-    const auth = request.auth!;
-    const client = new WsClient(socket, auth.organizationId, request.query);
-    const unregister = rt.connections.add(client);
-    const stream = new EventStream({
-      organizationId: auth.organizationId,
-      onEvent: (event) => client.deliver(event),
-      onOverflow: () => socket.terminate(),
-    });
-    socket.on('message', (data) => client.command(data.toString()));
-    const ping = setInterval(() => client.send(envelope('Ping', {})), PING_MS);
-    ping.unref();
-    socket.on('close', () => {
-      clearInterval(ping);
-      unregister();
-      stream.close(rt.hub);
-    });
-    // The first Ping says "subscribed": from then on no event is missed.
-    stream.open(rt.hub, rt.app.db, null, { attached: () => client.send(envelope('Ping', {})) }).catch((err) => {
-      rt.app.logger.warn({ err }, 'realtime stream failed to start');
-      client.send(envelope('Error', { message: 'Event stream unavailable; reconnect shortly' }));
-      client.close('stream unavailable');
-    });
+    wsHandler: (socket, request) => {
+      const auth = request.auth!;
+      const client = new WsClient(socket, auth.organizationId, request.query);
+      const unregister = rt.connections.add(client);
+      const stream = new EventStream({
+        organizationId: auth.organizationId,
+        onEvent: (event) => client.deliver(event),
+        onOverflow: () => socket.terminate(),
+      });
+      socket.on('message', (data) => client.command(data.toString()));
+      const ping = setInterval(() => client.send(envelope('Ping', {})), PING_MS);
+      ping.unref();
+      socket.on('close', () => {
+        clearInterval(ping);
+        unregister();
+        stream.close(rt.hub);
+      });
+      // The first Ping says "subscribed": from then on no event is missed.
+      stream.open(rt.hub, rt.app.db, null, { attached: () => client.send(envelope('Ping', {})) }).catch((err) => {
+        rt.app.logger.warn({ err }, 'realtime stream failed to start');
+        client.send(envelope('Error', { message: 'Event stream unavailable; reconnect shortly' }));
+        client.close('stream unavailable');
+      });
+    },
   });
 }

@@ -1,19 +1,16 @@
-import { createHash, createHmac, timingSafeEqual } from 'node:crypto';
+import { createHmac } from 'node:crypto';
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { Type } from 'typebox';
-import { AuthenticationError, NotFoundError, SpoolError, ValidationError } from '@spool/protocol';
+import { AuthenticationError, LIMITS, NotFoundError, SpoolError, ValidationError } from '@spool/protocol';
 import { isUuid, jobInsertMany, type NewJob } from '@spool/engine';
 import type { AppContext } from '../app.js';
+import { jsonNestedDeeperThan, tooDeepError } from '../http/json-body.js';
+import { sameSecret } from '../http/same-secret.js';
 import { jsonBytes } from '../wire/common.js';
 
 const MAX_BODY_BYTES = 5 * 1024 * 1024;
 const STRIPE_TOLERANCE_SECONDS = 300;
 const RESERVED_QUEUES = new Set(['admin', 'system', 'internal', 'root', 'default']);
-
-/** Constant-time string comparison (hashing first hides the length too). */
-export function safeEqual(a: string, b: string): boolean {
-  return timingSafeEqual(createHash('sha256').update(a).digest(), createHash('sha256').update(b).digest());
-}
 
 function hmacHex(secret: string, data: string | Buffer): string {
   return createHmac('sha256', secret).update(data).digest('hex');
@@ -26,8 +23,10 @@ function providerQueue(prefix: string, name: string): string {
 }
 
 function parseJson(raw: Buffer): unknown {
+  const text = raw.toString('utf8');
+  if (jsonNestedDeeperThan(text, LIMITS.jsonDepthMax)) throw tooDeepError();
   try {
-    return JSON.parse(raw.toString('utf8'));
+    return JSON.parse(text);
   } catch {
     throw new ValidationError('Body must be valid JSON', { field: 'body' });
   }
@@ -56,7 +55,7 @@ async function admit(ctx: AppContext, request: FastifyRequest<{ Params: { org_id
   const token = org.settings?.webhook_token;
   if (typeof token === 'string' && token.length > 0) {
     const presented = header(request, 'x-webhook-token');
-    if (!presented || !safeEqual(presented, token)) throw new AuthenticationError('Invalid webhook token');
+    if (!presented || !sameSecret(presented, token)) throw new AuthenticationError('Invalid webhook token');
   }
   return orgId;
 }
@@ -79,7 +78,7 @@ export function verifyStripeSignature(raw: Buffer, headerValue: string | null, s
   if (!timestamp || !/^\d+$/.test(timestamp) || signatures.length === 0) return false;
   if (Math.abs(now / 1000 - Number(timestamp)) > STRIPE_TOLERANCE_SECONDS) return false;
   const expected = hmacHex(secret, Buffer.concat([Buffer.from(`${timestamp}.`), raw]));
-  return signatures.some((signature) => safeEqual(signature, expected));
+  return signatures.some((signature) => sameSecret(signature, expected));
 }
 
 function customJob(orgId: string, body: unknown): NewJob {
@@ -128,7 +127,7 @@ export function incomingWebhookRoutes(app: FastifyInstance, ctx: AppContext): vo
       const secret = secretOrFail(ctx.config.githubWebhookSecret, 'GITHUB_WEBHOOK_SECRET');
       const raw = Buffer.isBuffer(request.body) ? request.body : Buffer.alloc(0);
       const signature = header(request, 'x-hub-signature-256');
-      if (!signature || !safeEqual(signature, `sha256=${hmacHex(secret, raw)}`)) throw new AuthenticationError('Invalid GitHub signature');
+      if (!signature || !sameSecret(signature, `sha256=${hmacHex(secret, raw)}`)) throw new AuthenticationError('Invalid GitHub signature');
       const delivery = header(request, 'x-github-delivery');
       await jobInsertMany(ctx.db, [{
         organizationId: orgId,

@@ -1,12 +1,7 @@
-import { timingSafeEqual, createHash } from 'node:crypto';
 import type { FastifyInstance } from 'fastify';
 import { AuthenticationError } from '@spool/protocol';
 import type { AppContext } from '../app.js';
-
-function sameSecret(a: string, b: string): boolean {
-  // Hash first so the comparison takes the same time whatever the lengths.
-  return timingSafeEqual(createHash('sha256').update(a).digest(), createHash('sha256').update(b).digest());
-}
+import { sameSecret } from '../http/same-secret.js';
 
 /**
  * CONTRACT §3.1: GET /metrics at the root, Prometheus text. Public unless

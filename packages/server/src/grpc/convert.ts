@@ -1,4 +1,4 @@
-import { ValidationError, type JobStatus } from '@spool/protocol';
+import { LIMITS, ValidationError, type JobStatus } from '@spool/protocol';
 import type { JobRow } from '@spool/engine';
 
 /*
@@ -57,9 +57,9 @@ export interface ProtoJob {
   lease_id: string;
 }
 
-// Deeper documents are refused rather than risking the stack (a Struct level is two
-// Value levels, so this allows 100 levels of JSON nesting).
-const MAX_DEPTH = 200;
+// Deeper documents are refused rather than risking the stack. Each JSON level is two
+// protobuf levels (a Value holding a Struct or ListValue): the same limit as REST bodies.
+const MAX_DEPTH = 2 * LIMITS.jsonDepthMax;
 
 /** JSON value → google.protobuf.Value. Non-finite numbers are not JSON; they become null. */
 export function toProtoValue(value: unknown): ProtoValue {
@@ -100,7 +100,7 @@ function valueKind(value: ProtoValue): string | undefined {
 
 /** google.protobuf.Value → JSON value. */
 export function fromProtoValue(value: ProtoValue | null | undefined, field: string, depth = 0): unknown {
-  if (depth > MAX_DEPTH) throw new ValidationError(`${field} is nested more than ${MAX_DEPTH} levels deep`, { field });
+  if (depth > MAX_DEPTH) throw new ValidationError(`${field} is nested more than ${LIMITS.jsonDepthMax} levels deep`, { field });
   if (!value) return null;
   switch (valueKind(value)) {
     case 'numberValue':
@@ -120,7 +120,7 @@ export function fromProtoValue(value: ProtoValue | null | undefined, field: stri
 
 /** google.protobuf.Struct → JSON object (keys exactly as sent). */
 export function structToJson(struct: ProtoStruct, field: string, depth = 0): Record<string, unknown> {
-  if (depth > MAX_DEPTH) throw new ValidationError(`${field} is nested more than ${MAX_DEPTH} levels deep`, { field });
+  if (depth > MAX_DEPTH) throw new ValidationError(`${field} is nested more than ${LIMITS.jsonDepthMax} levels deep`, { field });
   const out: Record<string, unknown> = {};
   for (const [key, value] of Object.entries(struct.fields ?? {})) out[key] = fromProtoValue(value, field, depth + 1);
   return out;

@@ -97,7 +97,7 @@ export class SpoolSystem implements BenchSystem {
       }
     }, 60_000);
     this.db = createPool({ connectionString: this.#databaseUrl, max: 4, applicationName: 'spool-bench' });
-    const org = await organizationCreate(this.db, { name: 'bench', slug: `bench-${Date.now()}`, planTier: 'enterprise', environment: 'development' });
+    const org = await organizationCreate(this.db, { name: 'bench', slug: `bench-${Date.now()}`, planTier: 'unlimited', environment: 'development' });
     this.organizationId = org.organization.id;
     this.#apiKey = org.apiKey.key;
     this.#client = new JsonClient(this.url, this.#apiKey, 16);

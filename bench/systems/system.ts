@@ -50,14 +50,17 @@ export async function paced(rate: number, seconds: number, fn: () => Promise<voi
   const total = Math.round(rate * seconds);
   const interval = 1000 / rate;
   const start = nowMs();
-  const inflight: Promise<void>[] = [];
+  const inflight: Promise<unknown>[] = [];
   for (let i = 0; i < total; i++) {
     const due = start + i * interval;
     const wait = due - nowMs();
     if (wait > 1) await new Promise((r) => setTimeout(r, wait));
-    inflight.push(fn());
+    // Caught at once: a call failing while later ones are still being paced
+    // must fail the scenario, not crash the process as an unhandled rejection.
+    inflight.push(fn().then(() => null, (err: unknown) => err));
   }
-  await Promise.all(inflight);
+  const failure = (await Promise.all(inflight)).find((outcome) => outcome !== null);
+  if (failure !== undefined) throw failure;
 }
 
 /** Polls `probe` every 10 ms until it returns true (bounded). */

@@ -27,14 +27,15 @@ function withDatabase(url: string, database: string): string {
   return u.toString();
 }
 
-export async function createTestDatabase(label = 'test'): Promise<TestDatabase> {
+export async function createTestDatabase(label = 'test', options: { empty?: boolean } = {}): Promise<TestDatabase> {
   const adminUrl = requireEnv('SPOOL_TEST_ADMIN_URL');
   const template = requireEnv('SPOOL_TEST_TEMPLATE');
   const name = `${template}_${label.replace(/[^a-z0-9]/gi, '').toLowerCase().slice(0, 20)}_${randomBytes(4).toString('hex')}`;
   const admin = new pg.Client({ connectionString: adminUrl });
   await admin.connect();
   try {
-    await admin.query(`CREATE DATABASE ${pg.escapeIdentifier(name)} TEMPLATE ${pg.escapeIdentifier(template)}`);
+    // `empty`: no schema at all, for tests of the migrations themselves (still named after the template, so `npm test` drops it).
+    await admin.query(`CREATE DATABASE ${pg.escapeIdentifier(name)}${options.empty ? '' : ` TEMPLATE ${pg.escapeIdentifier(template)}`}`);
   } finally {
     await admin.end();
   }

@@ -25,7 +25,11 @@ export interface TestServer {
 }
 
 export async function startTestServer(label: string, overrides: Partial<Config> = {}, options: StartOptions = {}): Promise<TestServer> {
-  const database = await createTestDatabase(label);
+  return startTestServerOn(await createTestDatabase(label), label, overrides, options);
+}
+
+/** Like startTestServer, on a database the caller created (dropped by `close()`). */
+export async function startTestServerOn(database: TestDatabase, label: string, overrides: Partial<Config> = {}, options: StartOptions = {}): Promise<TestServer> {
   const config: Config = {
     ...loadConfig({}),
     databaseUrl: database.url,

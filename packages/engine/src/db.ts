@@ -14,6 +14,30 @@ export interface PoolOptions {
   connectionString: string;
   max?: number;
   applicationName?: string;
+  /**
+   * Run `Statement`s as named prepared statements (default). False sends
+   * them unnamed, parsed on every call: needed behind a transaction-mode
+   * pooler that does not track prepared statements, where the next
+   * transaction may land on a server connection that never saw the PARSE.
+   */
+  preparedStatements?: boolean;
+}
+
+/**
+ * A client that drops the statement name from queries given as config
+ * objects, so that every query is parsed in the same round trip that runs
+ * it. Queries given as Submittables (cursors, streams) pass through.
+ */
+class UnnamedStatementClient extends pg.Client {
+  // pg's query() has many overloads; this forwards all of them.
+  override query(...args: any[]): any {
+    const [config] = args;
+    if (config !== null && typeof config === 'object' && typeof config.name === 'string' && typeof config.submit !== 'function') {
+      const { name: _name, ...unnamed } = config as pg.QueryConfig;
+      args[0] = unnamed;
+    }
+    return (super.query as (...a: any[]) => any)(...args);
+  }
 }
 
 /** A pool whose idle-connection errors are logged, not thrown (they would crash the process). */
@@ -24,6 +48,7 @@ export function createPool(options: PoolOptions, onError: (err: Error) => void =
     application_name: options.applicationName ?? 'spool',
     idleTimeoutMillis: 30_000,
     connectionTimeoutMillis: 10_000,
+    ...(options.preparedStatements === false ? { Client: UnnamedStatementClient } : {}),
   });
   pool.on('error', onError);
   return pool;

@@ -8,6 +8,19 @@ import { PLAN_TIERS, type PlanTier } from './plans.js';
 export interface Config {
   /** External PostgreSQL; when absent Spool runs its own from `dataDir`. */
   databaseUrl: string | null;
+  /**
+   * A direct (unpooled) connection for what needs a session: the LISTEN
+   * connection. Null = `databaseUrl`. Set it when `databaseUrl` points at a
+   * pooler in transaction mode such as PgBouncer (docs/pgbouncer.md).
+   */
+  databaseDirectUrl: string | null;
+  /**
+   * Named prepared statements (parsed once per connection). Off for poolers
+   * that hand each transaction a different server connection and do not
+   * track prepared statements (PgBouncer before 1.21, or without
+   * `max_prepared_statements`).
+   */
+  preparedStatements: boolean;
   dataDir: string;
   host: string;
   port: number;
@@ -56,6 +69,14 @@ function oneOf<T extends string>(env: NodeJS.ProcessEnv, name: string, allowed: 
   return raw as T;
 }
 
+function bool(env: NodeJS.ProcessEnv, name: string, fallback: boolean): boolean {
+  const raw = env[name];
+  if (raw === undefined || raw === '') return fallback;
+  if (raw === 'true') return true;
+  if (raw === 'false') return false;
+  throw new Error(`${name} must be true or false (got "${raw}")`);
+}
+
 function pairedFiles(env: NodeJS.ProcessEnv, certName: string, keyName: string): [string | null, string | null] {
   const cert = env[certName] || null;
   const key = env[keyName] || null;
@@ -65,8 +86,11 @@ function pairedFiles(env: NodeJS.ProcessEnv, certName: string, keyName: string):
 
 export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
   const [grpcTlsCert, grpcTlsKey] = pairedFiles(env, 'GRPC_TLS_CERT', 'GRPC_TLS_KEY');
+  if (env.DATABASE_DIRECT_URL && !env.DATABASE_URL) throw new Error('DATABASE_DIRECT_URL is set but DATABASE_URL is not: set both (the embedded PostgreSQL needs neither)');
   return {
     databaseUrl: env.DATABASE_URL || null,
+    databaseDirectUrl: env.DATABASE_DIRECT_URL || null,
+    preparedStatements: bool(env, 'DATABASE_PREPARED_STATEMENTS', true),
     dataDir: env.SPOOL_DATA_DIR || '.spool',
     host: env.HOST || '0.0.0.0',
     port: int(env, 'PORT', 8080, 0, 65535),

@@ -78,7 +78,7 @@ export async function startSpool(config: Config, options: StartOptions = {}): Pr
     logger.info({ port: embedded.port }, 'embedded PostgreSQL is ready');
   }
 
-  const db = createPool({ connectionString: databaseUrl, max: config.poolMax }, (err) => logger.warn({ err }, 'idle database connection failed'));
+  const db = createPool({ connectionString: databaseUrl, max: config.poolMax, preparedStatements: config.preparedStatements }, (err) => logger.warn({ err }, 'idle database connection failed'));
   const services: Service[] = [];
   try {
     const migrated = await waitForDatabase(() => migrate(db, (message) => logger.info(message)), {
@@ -88,7 +88,10 @@ export async function startSpool(config: Config, options: StartOptions = {}): Pr
     logger.info({ version: migrated.current, applied: migrated.applied }, 'database schema is current');
 
     const log = (message: string, err?: unknown) => logger.warn({ err }, message);
-    const notifier = new Notifier({ connectionString: databaseUrl, log });
+    // LISTEN belongs to a session: behind a transaction-mode pooler it must
+    // use the direct connection, or notifications go to whichever server
+    // connection the pooler happened to pick (docs/pgbouncer.md).
+    const notifier = new Notifier({ connectionString: (config.databaseUrl && config.databaseDirectUrl) || databaseUrl, log });
     // The promoter runs on every replica: SKIP LOCKED makes overlapping runs
     // safe, and a delayed job then never waits for a leader failover.
     const promoter = new ScheduledPromoter(db, { log });

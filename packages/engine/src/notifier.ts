@@ -1,4 +1,9 @@
+import { randomUUID } from 'node:crypto';
 import pg from 'pg';
+import type { Queryable } from './db.js';
+
+/** Channel of roundTrip()'s probe notifications. */
+const PROBE_CHANNEL = 'spool_probe';
 
 export type NotificationHandler = (payload: string) => void;
 
@@ -61,6 +66,33 @@ export class Notifier {
 
   get connected(): boolean {
     return this.#client !== null;
+  }
+
+  /**
+   * Sends a NOTIFY through `db` and waits for it on this LISTEN connection.
+   * False when it does not arrive within `timeoutMs`: typically the LISTEN
+   * went through a transaction-mode pooler, whose server connection may be
+   * handed to someone else after each transaction (docs/pgbouncer.md).
+   */
+  async roundTrip(db: Queryable, timeoutMs: number): Promise<boolean> {
+    const token = randomUUID();
+    let unlisten: () => void = () => {};
+    const arrived = new Promise<boolean>((resolve) => {
+      const timer = setTimeout(() => resolve(false), timeoutMs);
+      unlisten = this.listen(PROBE_CHANNEL, (payload) => {
+        if (payload !== token) return;
+        clearTimeout(timer);
+        resolve(true);
+      });
+    });
+    try {
+      // listen() issues LISTEN without waiting: wait for it before notifying.
+      await this.#client?.query('SELECT 1');
+      await db.query('SELECT pg_notify($1, $2)', [PROBE_CHANNEL, token]);
+      return await arrived;
+    } finally {
+      unlisten();
+    }
   }
 
   async #connect(): Promise<void> {

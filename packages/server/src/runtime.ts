@@ -56,6 +56,21 @@ export interface RunningSpool {
   stop(): Promise<void>;
 }
 
+/**
+ * Refuses to start when NOTIFY sent over the pool never reaches the LISTEN
+ * connection: the usual cause is a LISTEN through PgBouncer in transaction
+ * mode, and then long polls, new schedules and leader handover would all
+ * silently wait for their timers. (A LISTEN connection that is down at start
+ * is not this: it reconnects in the background, as before.)
+ */
+async function checkNotifications(notifier: Notifier, db: Db, config: Config): Promise<void> {
+  if (!notifier.connected) return;
+  for (let attempt = 0; attempt < 2; attempt++) if (await notifier.roundTrip(db, 5_000)) return;
+  const via = config.databaseUrl && config.databaseDirectUrl ? 'DATABASE_DIRECT_URL' : 'DATABASE_URL';
+  throw new Error(`a NOTIFY sent over DATABASE_URL did not reach the LISTEN connection (${via}) within 10 s. `
+    + 'If DATABASE_URL points at PgBouncer or another pooler in transaction mode, set DATABASE_DIRECT_URL to a direct PostgreSQL connection (docs/pgbouncer.md).');
+}
+
 export interface StartOptions {
   logger?: Logger;
   /** Where the first-start message (the development key) goes; default stdout, never the log. */
@@ -120,11 +135,13 @@ export async function startSpool(config: Config, options: StartOptions = {}): Pr
     });
     notifier.listen(SCHEDULES_CHANNEL, () => firer.wake());
     notifier.listen(LEADER_CHANNEL, () => leader.wake());
+    services.push(notifier as unknown as Service); // stopped too if the check below refuses to start
     await notifier.start();
+    await checkNotifications(notifier, db, config);
     // WebhookDelivery is safe on every process (SKIP LOCKED claims, a locked dispatch cursor).
     const webhooks = new WebhookDelivery(db, { environment: config.environment, log });
     const maintenance: LoopService[] = [promoter, leader, ...leaderServices, webhooks];
-    services.push(notifier as unknown as Service, promoter, leader, webhooks);
+    services.push(promoter, leader, webhooks);
     for (const service of services.slice(1)) await service.start();
     const metrics = new SpoolMetrics({ db, services: maintenance, refreshMs: config.metricsRefreshMs, log });
     services.push(metrics);

@@ -1,8 +1,8 @@
 import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
-import { chownSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { accessSync, chownSync, constants, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { delimiter, join } from 'node:path';
 import pg from 'pg';
 
 /**
@@ -28,17 +28,28 @@ export interface PgBouncerOptions {
   poolSize?: number;
 }
 
+/**
+ * The pgbouncer binary: $PGBOUNCER, else on PATH, else where Debian puts it
+ * (/usr/sbin, which is not on an ordinary user's PATH).
+ */
+export function pgbouncerBinary(): string {
+  const dirs = process.env.PGBOUNCER ? [] : (process.env.PATH ?? '').split(delimiter).filter(Boolean).concat('/usr/sbin', '/usr/local/sbin');
+  const candidates = process.env.PGBOUNCER ? [process.env.PGBOUNCER] : dirs.map((dir) => join(dir, 'pgbouncer'));
+  for (const candidate of candidates) {
+    try {
+      accessSync(candidate, constants.X_OK);
+      return candidate;
+    } catch {
+      // not here
+    }
+  }
+  const where = process.env.PGBOUNCER ? `PGBOUNCER=${process.env.PGBOUNCER} is not an executable` : 'pgbouncer is not installed (not on PATH, nor in /usr/sbin)';
+  throw new Error(`${where}: run \`apt-get install pgbouncer\` (Debian/Ubuntu), or set PGBOUNCER to its path. This test does not skip.`);
+}
+
 /** `PgBouncer 1.18.0` → 1.18.0; throws a message saying how to install it when missing. */
 export function pgbouncerVersion(): string {
-  let out: string;
-  try {
-    out = execFileSync('pgbouncer', ['--version'], { encoding: 'utf8', stdio: ['ignore', 'pipe', 'pipe'] });
-  } catch (err) {
-    if ((err as NodeJS.ErrnoException).code === 'ENOENT') {
-      throw new Error('pgbouncer is not installed: `apt-get install pgbouncer` (Debian/Ubuntu), or put a pgbouncer binary on PATH. This test does not skip.');
-    }
-    throw err;
-  }
+  const out = execFileSync(pgbouncerBinary(), ['--version'], { encoding: 'utf8', stdio: ['ignore', 'pipe', 'pipe'] });
   return /PgBouncer (\S+)/.exec(out)?.[1] ?? out.trim();
 }
 
@@ -108,7 +119,7 @@ export async function startPgBouncer(targetUrl: string, options: PgBouncerOption
     ].join('\n'), { mode: 0o600 });
     if (owner) for (const file of [dir, configFile, authFile]) chownSync(file, owner.uid, owner.gid);
     const args = owner ? ['-u', owner.name, configFile] : [configFile];
-    const started = spawn('pgbouncer', args, { stdio: ['ignore', 'ignore', 'pipe'] });
+    const started = spawn(pgbouncerBinary(), args, { stdio: ['ignore', 'ignore', 'pipe'] });
     let stderr = '';
     started.stderr?.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
     let exited = false;

@@ -226,3 +226,15 @@ function pgbouncerVersionOrNone(): string {
     return '(not installed)';
   }
 }
+
+describe('configuration', () => {
+  it('reads DATABASE_DIRECT_URL and DATABASE_PREPARED_STATEMENTS, and refuses bad values by name', () => {
+    const config = loadConfig({ DATABASE_URL: 'postgres://bouncer/spool', DATABASE_DIRECT_URL: 'postgres://pg/spool', DATABASE_PREPARED_STATEMENTS: 'false' });
+    assert.equal(config.databaseDirectUrl, 'postgres://pg/spool');
+    assert.equal(config.preparedStatements, false);
+    assert.equal(loadConfig({}).preparedStatements, true);
+    assert.equal(loadConfig({}).databaseDirectUrl, null);
+    assert.throws(() => loadConfig({ DATABASE_PREPARED_STATEMENTS: 'off' }), /DATABASE_PREPARED_STATEMENTS must be true or false \(got "off"\)/);
+    assert.throws(() => loadConfig({ DATABASE_DIRECT_URL: 'postgres://pg/spool' }), /DATABASE_DIRECT_URL is set but DATABASE_URL is not/);
+  });
+});

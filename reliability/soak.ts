@@ -317,10 +317,16 @@ async function main(): Promise<number> {
         c('deadletter').padStart(5), c('cancelled').padStart(5), String(s.backlog).padStart(8), fmt(rate, 0).padStart(7),
       ].join(' '));
     };
-    while (Date.now() - started < options.seconds * 1000) {
-      await sleep(Math.min(options.sampleSeconds * 1000, options.seconds * 1000 - (Date.now() - started)));
-      await take();
+    // Ctrl-C ends the run early but still cleans up (the embedded PostgreSQL runs in its own process group).
+    const interrupt = new AbortController();
+    const onSignal = () => interrupt.abort();
+    process.once('SIGINT', onSignal);
+    process.once('SIGTERM', onSignal);
+    while (Date.now() - started < options.seconds * 1000 && !interrupt.signal.aborted) {
+      await sleep(Math.min(options.sampleSeconds * 1000, options.seconds * 1000 - (Date.now() - started)), undefined, { signal: interrupt.signal }).catch(() => {});
+      if (!interrupt.signal.aborted) await take();
     }
+    if (interrupt.signal.aborted) say('soak: interrupted; checking the samples so far');
 
     for (const timer of timers) clearInterval(timer);
     await Promise.all(workers.map((w) => w.stop({ graceMs: 2_000 })));
@@ -331,7 +337,7 @@ async function main(): Promise<number> {
     for (const ch of verdict.checks) say(`  ${ch.ok ? 'ok  ' : 'FAIL'} ${ch.name.padEnd(24)} ${fmt(ch.first, 2).padStart(9)} → ${fmt(ch.last, 2).padStart(9)}  (bound ${fmt(ch.bound, 2)})`);
     if (verdict.reason) say(`  FAIL ${verdict.reason}`);
     const last = samples[samples.length - 1];
-    say(`soak: minutes=${fmt(options.seconds / 60)} enqueued=${enqueued} completed=${completed} cancelled=${cancelled} dlq_replayed=${replayed} server_errors=${serverErrors} client_errors=${clientErrors} rss_mb=${fmt(last?.rssMb ?? 0)} connections=${last?.connections ?? 0} ${verdict.ok ? 'bounded=yes' : 'bounded=NO'}`);
+    say(`soak: minutes=${fmt((last?.t ?? 0) / 60)} enqueued=${enqueued} completed=${completed} cancelled=${cancelled} dlq_replayed=${replayed} server_errors=${serverErrors} client_errors=${clientErrors} rss_mb=${fmt(last?.rssMb ?? 0)} connections=${last?.connections ?? 0} ${verdict.ok ? 'bounded=yes' : 'bounded=NO'}`);
     if (options.json) writeFileSync(options.json, JSON.stringify({ options, samples, verdict, enqueued, completed, cancelled, replayed, serverErrors, clientErrors }, null, 2));
     code = verdict.ok ? 0 : 1;
     if (!verdict.ok) say(`server log (last lines):\n${readFileSync(logFile, 'utf8').split('\n').slice(-30).join('\n')}`);

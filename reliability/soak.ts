@@ -13,7 +13,10 @@
  *
  * Every `--sample` seconds it prints the server's RSS, open PostgreSQL
  * connections, sizes of spool.jobs, spool.job_history and
- * spool.dead_letter_queue (with indexes and TOAST), and job counts.
+ * spool.dead_letter_queue (with indexes and TOAST), and job counts. It also
+ * shows spool.events (queue, worker and schedule events), which is kept 7
+ * days whatever the queues' retention: it grows with each cron tick during a
+ * run and is reported, not bounded.
  *
  * Bounds (checked on the samples after the warm-up, split in thirds; A is
  * the first third, C the last):
@@ -87,6 +90,8 @@ interface Sample {
   jobsMb: number;
   historyMb: number;
   dlqMb: number;
+  /** spool.events: kept 7 days whatever the queues' retention, so it grows during a run (reported, not bounded). */
+  eventsMb: number;
   counts: Record<string, number>;
   backlog: number;
   completed: number;
@@ -284,14 +289,14 @@ async function main(): Promise<number> {
     const samples: Sample[] = [];
     const started = Date.now();
     const pid = server.child.pid!;
-    say('     t  rss_MB  conns  jobs_MB  hist_MB  dlq_MB  pending  sched  proc  done  dead  canc  backlog  done/s');
+    say('     t  rss_MB  conns  jobs_MB  hist_MB  dlq_MB  evt_MB  pending  sched  proc  done  dead  canc  backlog  done/s');
     let lastCompleted = 0;
     let lastT = 0;
     const take = async () => {
       const t = (Date.now() - started) / 1000;
       const conns = await monitor.query<{ n: number }>('SELECT count(*)::int AS n FROM pg_stat_activity WHERE datname = current_database() AND pid <> pg_backend_pid()');
-      const sizes = await monitor.query<{ jobs: string; history: string; dlq: string }>(
-        "SELECT pg_total_relation_size('spool.jobs') AS jobs, pg_total_relation_size('spool.job_history') AS history, pg_total_relation_size('spool.dead_letter_queue') AS dlq");
+      const sizes = await monitor.query<{ jobs: string; history: string; dlq: string; events: string }>(
+        "SELECT pg_total_relation_size('spool.jobs') AS jobs, pg_total_relation_size('spool.job_history') AS history, pg_total_relation_size('spool.dead_letter_queue') AS dlq, coalesce(pg_total_relation_size(to_regclass('spool.events')), 0) AS events");
       const counts = await monitor.query<{ status: string; n: number }>('SELECT status, count(*)::int AS n FROM spool.jobs GROUP BY status');
       const byStatus = Object.fromEntries(counts.rows.map((r) => [r.status, r.n])) as Record<string, number>;
       const due = await monitor.query<{ n: number }>("SELECT count(*)::int AS n FROM spool.jobs WHERE status = 'processing' OR (status IN ('pending', 'scheduled') AND scheduled_at <= now())");
@@ -302,6 +307,7 @@ async function main(): Promise<number> {
         jobsMb: Number(sizes.rows[0]!.jobs) / MB,
         historyMb: Number(sizes.rows[0]!.history) / MB,
         dlqMb: Number(sizes.rows[0]!.dlq) / MB,
+        eventsMb: Number(sizes.rows[0]!.events) / MB,
         counts: byStatus,
         backlog: due.rows[0]!.n,
         completed,
@@ -313,7 +319,7 @@ async function main(): Promise<number> {
       const c = (k: string) => String(byStatus[k] ?? 0);
       say([
         fmt(t, 0).padStart(6), fmt(s.rssMb).padStart(7), String(s.connections).padStart(6), fmt(s.jobsMb, 2).padStart(8), fmt(s.historyMb, 2).padStart(8),
-        fmt(s.dlqMb, 2).padStart(7), c('pending').padStart(8), c('scheduled').padStart(6), c('processing').padStart(5), c('completed').padStart(5),
+        fmt(s.dlqMb, 2).padStart(7), fmt(s.eventsMb, 2).padStart(7), c('pending').padStart(8), c('scheduled').padStart(6), c('processing').padStart(5), c('completed').padStart(5),
         c('deadletter').padStart(5), c('cancelled').padStart(5), String(s.backlog).padStart(8), fmt(rate, 0).padStart(7),
       ].join(' '));
     };

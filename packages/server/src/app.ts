@@ -1,4 +1,5 @@
 import { randomUUID } from 'node:crypto';
+import type { Socket } from 'node:net';
 import Fastify, { type FastifyBaseLogger, type FastifyInstance } from 'fastify';
 import swagger from '@fastify/swagger';
 import swaggerUi from '@fastify/swagger-ui';
@@ -146,6 +147,18 @@ export async function buildApp(ctx: AppContext): Promise<FastifyInstance> {
   // Before the listener stops and in-flight requests are awaited: waiting
   // long polls answer now instead of holding shutdown for up to 30 s.
   app.addHook('preClose', async () => ctx.claimWaiters.close());
+  // Node's closeIdleConnections() (forceCloseConnections: 'idle') skips a
+  // connection that has not sent a request yet, and HTTP clients open spare
+  // ones (undici does under concurrency): each held shutdown until Node's
+  // headers timeout, over 60 s. Such a connection carries nothing to drain.
+  const connections = new Set<Socket>();
+  app.server.on('connection', (socket: Socket) => {
+    connections.add(socket);
+    socket.once('close', () => connections.delete(socket));
+  });
+  app.addHook('preClose', async () => {
+    for (const socket of connections) if (socket.bytesRead === 0) socket.destroy();
+  });
   ctx.metrics.installHttpHooks(app);
   app.addHook('onSend', async (request, reply) => {
     reply.header('x-request-id', request.id);

@@ -96,3 +96,22 @@ describe('logs', () => {
     }
   });
 });
+
+describe('shutdown', () => {
+  it('does not wait for a connection that never sent a request (HTTP clients open spare ones)', async () => {
+    const server = await startTestServer('spare-socket');
+    const { connect } = await import('node:net');
+    const spare = connect(Number(new URL(server.url).port), '127.0.0.1');
+    await new Promise((resolve, reject) => spare.once('connect', resolve).once('error', reject));
+    spare.on('error', () => {});
+    const started = Date.now();
+    const stopped = server.spool.stop();
+    // Without the fix the stop waited as long as the spare connection stayed open (minutes).
+    const first = await Promise.race([stopped.then(() => 'stopped'), new Promise((resolve) => setTimeout(resolve, 5_000, 'still waiting'))]);
+    const elapsed = Date.now() - started;
+    spare.destroy();
+    await stopped;
+    await server.close();
+    assert.equal(first, 'stopped', `stop() still waiting after ${elapsed} ms`);
+  });
+});

@@ -10,7 +10,7 @@
  */
 import { spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { existsSync, mkdtempSync, readdirSync, rmSync } from 'node:fs';
+import { mkdtempSync, readdirSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, relative } from 'node:path';
 import pg from 'pg';
@@ -33,7 +33,6 @@ function findTests(dir: string): string[] {
 async function main(): Promise<number> {
   const filters = process.argv.slice(2).filter((arg) => !arg.startsWith('-'));
   const files = findTests(join(root, 'packages'))
-    .concat(existsSync(join(root, 'test')) ? findTests(join(root, 'test')) : [])
     .filter((file) => filters.length === 0 || filters.some((f) => relative(root, file).includes(f)))
     .sort();
   if (files.length === 0) {

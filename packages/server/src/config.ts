@@ -2,7 +2,7 @@ import { PLAN_TIERS, type PlanTier } from './plans.js';
 
 /**
  * Configuration is environment variables with documented defaults
- * (docs/configuration.md). Parsed once at start; invalid values stop the
+ * (README, Configuration). Parsed once at start; invalid values stop the
  * process with a message that names the variable.
  */
 export interface Config {

@@ -8,7 +8,7 @@ import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
 import { it } from 'node:test';
 
-const root = new URL('..', import.meta.url).pathname;
+const root = new URL('../../../', import.meta.url).pathname;
 
 it('npm run soak -- --seconds 35: RSS, connections and table sizes stay bounded', { timeout: 120_000 }, async (t) => {
   const child = spawn(process.execPath, ['--import', 'tsx', 'reliability/soak.ts', '--seconds', '35', '--rate', '30'], { cwd: root, stdio: ['ignore', 'pipe', 'pipe'] });

@@ -75,12 +75,13 @@ export class Notifier {
    * handed to someone else after each transaction (docs/pgbouncer.md).
    */
   async roundTrip(db: Queryable, timeoutMs: number): Promise<boolean> {
-    const token = randomUUID();
+    // A random marker, not a secret: it only tells this probe's NOTIFY from another's.
+    const marker = randomUUID();
     let unlisten: () => void = () => {};
     const arrived = new Promise<boolean>((resolve) => {
       const timer = setTimeout(() => resolve(false), timeoutMs);
       unlisten = this.listen(PROBE_CHANNEL, (payload) => {
-        if (payload !== token) return;
+        if (payload !== marker) return;
         clearTimeout(timer);
         resolve(true);
       });
@@ -88,7 +89,7 @@ export class Notifier {
     try {
       // listen() issues LISTEN without waiting: wait for it before notifying.
       await this.#client?.query('SELECT 1');
-      await db.query('SELECT pg_notify($1, $2)', [PROBE_CHANNEL, token]);
+      await db.query('SELECT pg_notify($1, $2)', [PROBE_CHANNEL, marker]);
       return await arrived;
     } finally {
       unlisten();

@@ -142,7 +142,10 @@ describe('three replicas on one database', () => {
     const seenCreated = await sse.waitFor((e) => e.data.type === 'JobCreated' && e.data.data.job_id === watched, 10_000);
     const seenCompleted = await sse.waitFor((e) => e.data.type === 'JobCompleted' && e.data.data.job_id === watched, 10_000);
     assert.ok(seenCreated && seenCompleted);
-    const completedOnA = new Set(sse.events.filter((e) => e.data.type === 'JobCompleted').map((e) => e.data.data.job_id));
+    // The stream trails the database by a read interval: give it until every completion has arrived.
+    const completions = () => new Set(sse!.events.filter((e) => e.data.type === 'JobCompleted').map((e) => e.data.data.job_id));
+    for (const deadline = Date.now() + 10_000; completions().size < ids.length && Date.now() < deadline;) await sleep(50);
+    const completedOnA = completions();
     const viaC = effects.filter((e) => e.worker === 'replica-2').map((e) => e.job_id);
     assert.ok(viaC.length > 0 && viaC.every((id) => completedOnA.has(id)), 'A saw the completion of every job completed through C');
     ctx.diagnostic(`SSE client on replica A saw ${completedOnA.size}/${ids.length} completions (jobs enqueued via B, completed via A, B and C)`);

@@ -1,3 +1,4 @@
+import { dottedName } from '@spool/protocol';
 import { API_BASE, api } from './api';
 import { getSession, onSessionChange } from './session';
 
@@ -16,19 +17,6 @@ export interface LiveEvent {
 
 export type LiveStatus = 'off' | 'connecting' | 'live' | 'unavailable';
 
-const DOTTED: Record<string, string> = {
-  JobStatusChange: 'job.status_changed',
-  JobCreated: 'job.created',
-  JobCompleted: 'job.completed',
-  JobFailed: 'job.failed',
-  QueueStats: 'queue.stats',
-  WorkerHeartbeat: 'worker.heartbeat',
-  WorkerRegistered: 'worker.registered',
-  WorkerDeregistered: 'worker.deregistered',
-  SystemHealth: 'system.health',
-  Ping: 'ping',
-  Error: 'error',
-};
 
 type EventListener = (event: LiveEvent) => void;
 type StatusListener = (status: LiveStatus) => void;
@@ -55,7 +43,7 @@ function dispatch(raw: string): void {
   }
   if (typeof parsed.type !== 'string') return;
   const event: LiveEvent = {
-    type: DOTTED[parsed.type] ?? parsed.type,
+    type: dottedName(parsed.type),
     data: parsed.data && typeof parsed.data === 'object' ? (parsed.data as Record<string, unknown>) : {},
   };
   for (const listener of eventListeners) listener(event);

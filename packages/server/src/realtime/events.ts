@@ -1,4 +1,7 @@
 import type { HistoryEvent, LogEvent } from '@spool/engine';
+import { EVENT_NAMES, dottedName } from '@spool/protocol';
+
+export { dottedName };
 
 /** The wire envelope (CONTRACT §4): `{ type, data }`; every `data` carries `timestamp`. */
 export interface Envelope {
@@ -28,26 +31,6 @@ export interface RealtimeEvent {
   /** The event log's type (`queue.paused`, …); null for job history. */
   eventType: string | null;
   envelopes: Envelope[];
-}
-
-/** PascalCase wire types and the dotted names the SDK maps them to. */
-export const EVENT_NAMES: Record<string, string> = {
-  JobStatusChange: 'job.status_changed',
-  JobCreated: 'job.created',
-  JobCompleted: 'job.completed',
-  JobFailed: 'job.failed',
-  QueueStats: 'queue.stats',
-  WorkerHeartbeat: 'worker.heartbeat',
-  WorkerRegistered: 'worker.registered',
-  WorkerDeregistered: 'worker.deregistered',
-  SystemHealth: 'system.health',
-  Ping: 'ping',
-  Error: 'error',
-};
-
-/** The dotted name of an envelope type (dotted types are their own name). */
-export function dottedName(type: string): string {
-  return EVENT_NAMES[type] ?? type;
 }
 
 const WIRE_TYPES: Record<string, string> = Object.fromEntries(Object.entries(EVENT_NAMES).map(([wire, dotted]) => [dotted, wire]));

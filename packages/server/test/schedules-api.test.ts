@@ -118,6 +118,9 @@ describe('schedules API (CONTRACT §3.9)', () => {
     const badZone = await server.request('PUT', `/api/v1/schedules/${created.id}`, { body: { timezone: 'Nowhere/Land' } });
     assert.equal(badZone.status, 400);
     assert.match(badZone.body.message, /timezone/);
+    const nullZone = await server.request('PUT', `/api/v1/schedules/${created.id}`, { body: { timezone: null } });
+    assert.equal(nullZone.status, 400, 'a timezone can be changed, not cleared');
+    assert.match(nullZone.body.message, /timezone/);
     assert.equal((await server.request('GET', `/api/v1/schedules/${created.id}`)).body.cron_expression, '0 0 12 * * *');
   });
 

@@ -41,21 +41,8 @@ const CreateBody = Type.Object({
   metadata: Type.Optional(nullable(JsonObject)),
 });
 
-const UpdateBody = Type.Object({
-  name: Type.Optional(Type.String({ minLength: 1, maxLength: 255 })),
-  description: Type.Optional(nullable(Type.String({ maxLength: 1000 }))),
-  cron_expression: Type.Optional(CronExpression),
-  timezone: Type.Optional(TimeZoneField),
-  queue_name: Type.Optional(QueueName),
-  payload_template: Type.Optional(JsonObject),
-  priority: Type.Optional(Priority),
-  max_retries: Type.Optional(MaxRetries),
-  timeout_seconds: Type.Optional(TimeoutSeconds),
-  is_active: Type.Optional(Type.Boolean()),
-  missed_policy: Type.Optional(MissedPolicyField),
-  tags: Type.Optional(nullable(JsonObject)),
-  metadata: Type.Optional(nullable(JsonObject)),
-});
+// Every create field, optional; a timezone can be changed but not cleared (it has no null default to fall back to).
+const UpdateBody = Type.Partial(Type.Object({ ...CreateBody.properties, timezone: TimeZoneField }));
 
 const PreviewBody = Type.Object({
   cron_expression: CronExpression,

@@ -53,12 +53,14 @@ describe('usage and limits (GET /organizations/usage)', () => {
     assert.deepEqual(usage.body.warnings.map((w: { resource: string; severity: string }) => [w.resource, w.severity]), [['api_keys', 'warning']], 'free warns from 50 %');
   });
 
-  it('counts queues, workers, schedules and active jobs, and warns critically at 100 %', async () => {
+  it('counts queues, workers, schedules, workflows, webhooks and active jobs, and warns critically at 100 %', async () => {
     const org = await orgOn('free');
     const db = server.spool.db;
     await db.query("INSERT INTO spool.queue_config (organization_id, queue_name) VALUES ($1, 'a'), ($1, 'b')", [org.organizationId]);
     await db.query("INSERT INTO spool.workers (organization_id, queue_name, hostname, status) VALUES ($1, 'a', 'h1', 'healthy'), ($1, 'a', 'h2', 'offline')", [org.organizationId]);
     await db.query("INSERT INTO spool.schedules (organization_id, name, cron_expression, queue_name, payload_template) VALUES ($1, 's', '* * * * *', 'a', '{}')", [org.organizationId]);
+    await db.query("INSERT INTO spool.workflows (organization_id, name, status, total_jobs) VALUES ($1, 'w1', 'running', 1), ($1, 'w2', 'completed', 1)", [org.organizationId]);
+    await db.query("INSERT INTO spool.outgoing_webhooks (organization_id, name, url, events, enabled) VALUES ($1, 'h1', 'https://example.com/a', '{job.created}', true), ($1, 'h2', 'https://example.com/b', '{job.created}', false)", [org.organizationId]);
     for (let i = 0; i < 3; i += 1) assert.equal((await enqueue(org.apiKey)).status, 201);
     const usage = (await server.request('GET', '/api/v1/organizations/usage', { auth: org.apiKey })).body;
     assert.equal(usage.usage.queues.current, 2);
@@ -67,6 +69,8 @@ describe('usage and limits (GET /organizations/usage)', () => {
     assert.equal(usage.usage.active_jobs.current, 3);
     assert.equal(usage.usage.active_jobs.percentage, 30);
     assert.equal(usage.usage.jobs_today.current, 3);
+    assert.equal(usage.usage.workflows.current, 1, 'pending and running workflows count, finished ones do not');
+    assert.equal(usage.usage.webhooks.current, 1, 'enabled webhooks count');
     const severity = Object.fromEntries(usage.warnings.map((w: { resource: string; severity: string }) => [w.resource, w.severity]));
     assert.equal(severity.queues, 'critical');
     assert.equal(severity.workers, 'critical');

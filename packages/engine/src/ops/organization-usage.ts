@@ -24,45 +24,12 @@ export interface OrganizationCounts {
   webhooks: number;
 }
 
-// Workflows and outgoing webhooks live in tables that later migrations add;
-// until they exist their counts are 0. Checked per call: it is one catalog
-// lookup and keeps a long-running process right after a migration.
-const OPTIONAL_COUNTS: { field: 'workflows' | 'webhooks'; table: string; text: string }[] = [
-  {
-    field: 'workflows',
-    table: 'spool.workflows',
-    text: "SELECT organization_id, count(*) AS n FROM spool.workflows WHERE organization_id = ANY($1::uuid[]) AND status IN ('pending', 'running') GROUP BY organization_id",
-  },
-  {
-    field: 'webhooks',
-    table: 'spool.outgoing_webhooks',
-    text: 'SELECT organization_id, count(*) AS n FROM spool.outgoing_webhooks WHERE organization_id = ANY($1::uuid[]) AND enabled GROUP BY organization_id',
-  },
-];
-
-async function optionalCounts(db: Queryable, ids: string[], into: Map<string, OrganizationCounts>): Promise<void> {
-  const present = await db.query<{ workflows: string | null; webhooks: string | null }>(
-    "SELECT to_regclass('spool.workflows')::text AS workflows, to_regclass('spool.outgoing_webhooks')::text AS webhooks",
-  );
-  const row = present.rows[0]!;
-  for (const count of OPTIONAL_COUNTS) {
-    if (row[count.field] === null) continue;
-    const result = await db.query<{ organization_id: string; n: number }>(count.text, [ids]);
-    for (const { organization_id, n } of result.rows) {
-      const target = into.get(organization_id);
-      if (target) target[count.field] = n;
-    }
-  }
-}
-
 /** Resource counts of each organization (CONTRACT §3.14), keyed by id. */
 export async function organizationUsageCounts(db: Queryable, ids: string[]): Promise<Map<string, OrganizationCounts>> {
   const valid = ids.filter(isUuid);
   const out = new Map<string, OrganizationCounts>();
   if (valid.length === 0) return out;
-  const rows = await run<Omit<OrganizationCounts, 'workflows' | 'webhooks'>>(db, usage, [valid]);
-  for (const row of rows) out.set(row.id, { ...row, workflows: 0, webhooks: 0 });
-  await optionalCounts(db, valid, out);
+  for (const row of await run<OrganizationCounts>(db, usage, [valid])) out.set(row.id, row);
   return out;
 }
 

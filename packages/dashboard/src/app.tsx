@@ -1,5 +1,6 @@
 import type { JSX } from 'preact';
 import { useEffect, useState } from 'preact/hooks';
+import { useStore } from './lib/use-store';
 import { Toasts } from './components/toast';
 import { Link } from './components/ui';
 import { signOut } from './lib/auth';
@@ -103,7 +104,6 @@ function Shell(): JSX.Element {
 }
 
 export function App(): JSX.Element {
-  const [signedIn, setSignedIn] = useState(() => getSession() !== null);
-  useEffect(() => onSessionChange(() => setSignedIn(getSession() !== null)), []);
+  const signedIn = useStore(() => getSession() !== null, onSessionChange);
   return signedIn ? <Shell /> : <SignIn />;
 }

@@ -79,5 +79,10 @@ export async function signIn(page: Page, apiKey: string): Promise<void> {
 
 /** Waits until the live event stream is connected, so "without reloading" is the stream's doing. */
 export async function waitForLive(page: Page): Promise<void> {
-  await page.locator('[data-testid="live-status"][data-status="live"]').waitFor();
+  try {
+    await page.locator('[data-testid="live-status"][data-status="live"]').waitFor();
+  } catch (err) {
+    const status = await page.locator('[data-testid="live-status"]').getAttribute('data-status').catch(() => null);
+    throw new Error(`the live event stream never showed as connected (status: ${status ?? 'no indicator'})`, { cause: err });
+  }
 }

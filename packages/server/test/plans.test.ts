@@ -132,6 +132,28 @@ describe('job limits on POST /jobs', () => {
     assert.equal((await enqueue(org.apiKey)).status, 201, 'a new UTC day starts from zero');
   });
 
+  it('a refusal that waited for a concurrent reservation reports the count it was refused at', async () => {
+    const org = await orgOn('free', { max_jobs_per_day: 5, max_active_jobs: null });
+    assert.equal((await enqueue(org.apiKey)).status, 201);
+    // Another request's reservation holds the row while ours starts: ours
+    // must wait, then find the day full.
+    const other = await server.spool.db.connect();
+    try {
+      await other.query('BEGIN');
+      await other.query('UPDATE spool.organizations SET jobs_today = 5 WHERE id = $1', [org.organizationId]);
+      const waiting = enqueue(org.apiKey);
+      for (;;) {
+        const { rows } = await server.spool.db.query<{ n: number }>("SELECT count(*)::int AS n FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock'");
+        if (rows[0]!.n > 0) break;
+        await new Promise((resolve) => setTimeout(resolve, 10));
+      }
+      await other.query('COMMIT');
+      assertLimitExceeded(await waiting, 'jobs_per_day', 5, 5, 'free');
+    } finally {
+      other.release();
+    }
+  });
+
   it('does not limit plans without limits', async () => {
     const org = await orgOn('unlimited');
     const results = await Promise.all(Array.from({ length: 25 }, () => enqueue(org.apiKey, { payload: { blob: 'y'.repeat(200 * 1024) } })));

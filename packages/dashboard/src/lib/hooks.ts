@@ -1,4 +1,5 @@
 import { useCallback, useEffect, useRef, useState } from 'preact/hooks';
+import { useStore } from './use-store';
 import { liveStatus, onLiveEvent, onLiveStatus, type LiveEvent, type LiveStatus } from './events';
 
 export interface Resource<T> {
@@ -47,9 +48,7 @@ export function useResource<T>(load: (signal: AbortSignal) => Promise<T>, deps: 
 }
 
 export function useLiveStatus(): LiveStatus {
-  const [status, setStatus] = useState(liveStatus);
-  useEffect(() => onLiveStatus(setStatus), []);
-  return status;
+  return useStore(liveStatus, onLiveStatus);
 }
 
 interface LiveRefreshOptions {

@@ -1,4 +1,4 @@
-import { useEffect, useState } from 'preact/hooks';
+import { useStore } from './use-store';
 
 /**
  * A History-API router small enough to read in one sitting: the path picks
@@ -14,8 +14,20 @@ export interface Location {
 type Listener = () => void;
 const listeners = new Set<Listener>();
 
+let last: { href: string; location: Location } | null = null;
+
+/** The current location; the same object until the URL changes (so re-reading does not re-render). */
 function snapshot(): Location {
-  return { path: window.location.pathname, query: new URLSearchParams(window.location.search) };
+  const href = window.location.pathname + window.location.search;
+  if (last?.href !== href) last = { href, location: { path: window.location.pathname, query: new URLSearchParams(window.location.search) } };
+  return last.location;
+}
+
+function subscribe(listener: Listener): () => void {
+  listeners.add(listener);
+  return () => {
+    listeners.delete(listener);
+  };
 }
 
 function emit(): void {
@@ -46,15 +58,7 @@ export function setQuery(changes: Record<string, string | number | null | undefi
 }
 
 export function useLocation(): Location {
-  const [location, setLocation] = useState(snapshot);
-  useEffect(() => {
-    const listener = () => setLocation(snapshot());
-    listeners.add(listener);
-    return () => {
-      listeners.delete(listener);
-    };
-  }, []);
-  return location;
+  return useStore(snapshot, subscribe);
 }
 
 /** Matches `/jobs/:id` style patterns; returns the decoded params or null. */

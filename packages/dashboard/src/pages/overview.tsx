@@ -12,7 +12,12 @@ const seconds = (v: number) => formatSeconds(Math.round(v));
 
 function useSeriesVersion(): number {
   const [version, setVersion] = useState(0);
-  useEffect(() => onOverviewChange(() => setVersion((v) => v + 1)), []);
+  useEffect(() => {
+    const bump = () => setVersion((v) => v + 1);
+    const unsubscribe = onOverviewChange(bump);
+    bump(); // samples taken between the first render and this subscription
+    return unsubscribe;
+  }, []);
   // The throughput chart also advances with the clock when nothing happens.
   useEffect(() => {
     const interval = setInterval(() => setVersion((v) => v + 1), 15_000);

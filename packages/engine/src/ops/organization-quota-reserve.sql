@@ -1,8 +1,9 @@
 -- Reserves $2 jobs of today's quota (limit $3) in one statement, so two
 -- concurrent requests cannot both take the last slot. The counter restarts
 -- at UTC midnight. `counter` is null when the reservation would exceed the
--- limit; `before` is today's count as it was (the main query does not see
--- the CTE's update).
+-- limit; `before` is today's count as this statement's snapshot saw it
+-- (the main query does not see the CTE's update, and after waiting on a
+-- concurrent reservation it is stale: see organizationQuotaReserve).
 WITH reserved AS (
   UPDATE spool.organizations
   SET jobs_today = CASE WHEN jobs_today_date = (now() AT TIME ZONE 'UTC')::date THEN jobs_today ELSE 0 END + $2,

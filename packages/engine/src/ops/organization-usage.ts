@@ -7,6 +7,7 @@ const jobTotal = sqlFile(import.meta.url, './organization-job-total.sql');
 const activeJobs = sqlFile(import.meta.url, './organization-active-jobs.sql');
 const reserve = sqlFile(import.meta.url, './organization-quota-reserve.sql');
 const release = sqlFile(import.meta.url, './organization-quota-release.sql');
+const today = sqlFile(import.meta.url, './organization-quota-today.sql');
 const reset = sqlFile(import.meta.url, './organization-quota-reset.sql');
 const stats = sqlFile(import.meta.url, './organization-stats.sql');
 const dashboard = sqlFile(import.meta.url, './organization-dashboard.sql');
@@ -52,7 +53,13 @@ export async function organizationActiveJobs(db: Queryable, id: string, cap: num
  */
 export async function organizationQuotaReserve(db: Queryable, id: string, count: number, limit: number): Promise<{ counter: number | null; before: number }> {
   const rows = await run<{ counter: number | null; before: number | null }>(db, reserve, [id, count, limit]);
-  return { counter: rows[0]?.counter ?? null, before: rows[0]?.before ?? 0 };
+  const counter = rows[0]?.counter ?? null;
+  if (counter !== null) return { counter, before: counter - count };
+  // A refusal that waited on concurrent reservations re-checked the limit
+  // against their result but read `before` from its older snapshot; report
+  // the count that refused it, read afresh. Only refusals pay this query.
+  const fresh = await run<{ today: number }>(db, today, [id]);
+  return { counter: null, before: fresh[0]?.today ?? rows[0]?.before ?? 0 };
 }
 
 /** Returns unused reserved quota (e.g. idempotent repeats that created nothing). */

@@ -83,7 +83,9 @@ export class SpoolSystem implements BenchSystem {
     this.#grpcAddress = `127.0.0.1:${grpcPort}`;
     this.#dataDir = mkdtempSync(join(tmpdir(), 'spool-bench-server-'));
     this.url = `http://127.0.0.1:${port}`;
-    this.#server = spawn(process.execPath, ['--import', 'tsx', 'packages/server/src/main.ts'], {
+    // e.g. SERVER_NODE_ARGS="--cpu-prof --cpu-prof-dir=/tmp/prof" to profile the server during a run.
+    const nodeArgs = process.env.SERVER_NODE_ARGS?.split(' ').filter(Boolean) ?? [];
+    this.#server = spawn(process.execPath, [...nodeArgs, '--import', 'tsx', 'packages/server/src/main.ts'], {
       cwd: root,
       env: { ...process.env, DATABASE_URL: this.#databaseUrl, PORT: String(port), GRPC_PORT: String(grpcPort), HOST: '127.0.0.1', LOG_LEVEL: 'warn', SPOOL_DATA_DIR: this.#dataDir },
       stdio: ['ignore', 'ignore', 'inherit'],

@@ -1,0 +1,90 @@
+/**
+ * Where the CPU of a Spool drain goes (`node --import tsx bench/drain-profile.ts [jobs]`):
+ * PostgreSQL backends, the server process, the worker process and this harness,
+ * as CPU seconds per 1,000 jobs, from /proc before and after one drain.
+ * On two shared cores this split, not wall time, says which side to make cheaper.
+ */
+import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import pg from 'pg';
+import { startEmbeddedPostgres } from '@spool/server';
+import { SpoolSystem } from './systems/spool.js';
+
+const jobs = Number(process.argv[2] ?? 50_000);
+const TICK = 100; // USER_HZ on Linux
+
+/** CPU seconds per process with its role, for the processes alive now. */
+function cpuByPid(): Map<string, { role: string; cpu: number }> {
+  const out = new Map<string, { role: string; cpu: number }>();
+  for (const pid of readdirSync('/proc').filter((d) => /^\d+$/.test(d))) {
+    let cmd: string;
+    let stat: string;
+    try {
+      cmd = readFileSync(`/proc/${pid}/cmdline`, 'utf8').replaceAll('\0', ' ');
+      stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+    } catch {
+      continue;
+    }
+    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+    const ticks = Number(fields[11]) + Number(fields[12]);
+    const role = Number(pid) === process.pid ? 'harness'
+      : cmd.includes('postgres') && !cmd.includes('node') ? 'postgres'
+      : cmd.includes('packages/server/src/main.ts') ? 'server'
+      : cmd.includes('spool-worker.ts') ? 'worker'
+      : null;
+    if (role) out.set(pid, { role, cpu: ticks / TICK });
+  }
+  return out;
+}
+
+/**
+ * Samples every 100 ms while `run` runs: worker processes start and exit
+ * inside a drain, so a before/after pair would miss them.
+ */
+async function cpuDuring<T>(run: () => Promise<T>): Promise<{ result: T; cpu: Map<string, number> }> {
+  const first = cpuByPid();
+  const last = new Map(first);
+  const sample = () => {
+    for (const [pid, v] of cpuByPid()) last.set(pid, v);
+  };
+  const timer = setInterval(sample, 100);
+  try {
+    const result = await run();
+    sample();
+    const cpu = new Map<string, number>();
+    for (const [pid, v] of last) cpu.set(v.role, (cpu.get(v.role) ?? 0) + v.cpu - (first.get(pid)?.cpu ?? 0));
+    return { result, cpu };
+  } finally {
+    clearInterval(timer);
+  }
+}
+
+const dir = mkdtempSync(join(tmpdir(), 'spool-drain-profile-'));
+const embedded = await startEmbeddedPostgres({ dataDir: dir, database: 'postgres', settings: {} });
+const admin = new pg.Client({ connectionString: embedded.adminUrl });
+await admin.connect();
+await admin.query('CREATE DATABASE bench_spool');
+const url = new URL(embedded.adminUrl);
+url.pathname = '/bench_spool';
+const sys = new SpoolSystem(url.toString());
+try {
+  await sys.setup();
+  for (let rep = 0; rep < 2; rep++) {
+    await sys.reset();
+    await sys.preload(jobs, 1000);
+    const started = performance.now();
+    const { result: rate, cpu: used } = await cpuDuring(() => sys.drain(jobs, 1));
+    const wall = (performance.now() - started) / 1000;
+    const parts = ['postgres', 'server', 'worker', 'harness'].map((role) => {
+      const cpu = used.get(role) ?? 0;
+      return `${role} ${(cpu / (jobs / 1000)).toFixed(3)} s (${((cpu / wall) * 100).toFixed(0)}%)`;
+    });
+    console.log(`drain ${jobs} jobs: ${Math.round(rate)} jobs/s, wall ${wall.toFixed(1)} s; CPU per 1,000 jobs: ${parts.join(', ')}`);
+  }
+} finally {
+  await sys.teardown();
+  await admin.end();
+  await embedded.stop();
+  rmSync(dir, { recursive: true, force: true });
+}

@@ -40,6 +40,7 @@ import { scheduleRoutes } from './routes/schedules.js';
 import { workflowRoutes } from './routes/workflows.js';
 import { metricsRoutes } from './routes/metrics.js';
 import type { SpoolMetrics } from './metrics/spool-metrics.js';
+import type { ApiKeyCache } from './http/api-key-cache.js';
 
 /** What route handlers need; built once by the runtime. */
 export interface AppContext {
@@ -56,6 +57,8 @@ export interface AppContext {
   enqueueBatcher: EnqueueBatcher;
   completeBatcher: CompleteBatcher;
   metrics: SpoolMetrics;
+  /** Recently presented API keys; call `forget()` after changing a key or an organization's plan. */
+  apiKeys: ApiKeyCache;
 }
 
 /** Route modules behind API-key/JWT authentication, mounted under /api/v1. */
@@ -186,7 +189,7 @@ export async function buildApp(ctx: AppContext): Promise<FastifyInstance> {
   healthRoutes(app, ctx);
   metricsRoutes(app, ctx);
   await app.register(async (scope) => {
-    requireAuth(scope, ctx.db, ctx.tokens);
+    requireAuth(scope, ctx);
     scope.addHook('onRequest', limits.byKey);
     for (const routes of AUTHENTICATED_ROUTES) routes(scope, ctx);
   }, { prefix: '/api/v1' });

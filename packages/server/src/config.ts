@@ -50,6 +50,8 @@ export interface Config {
   metricsToken: string | null;
   /** How often the cached queue aggregates behind /metrics refresh while scraped. */
   metricsRefreshMs: number;
+  /** How long a presented API key may be served from memory (0 = query every request); see http/api-key-cache.ts. */
+  authCacheMs: number;
 }
 
 function int(env: NodeJS.ProcessEnv, name: string, fallback: number, min: number, max: number): number {
@@ -111,5 +113,6 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     stripeWebhookSecret: env.STRIPE_WEBHOOK_SECRET || null,
     metricsToken: env.METRICS_TOKEN || null,
     metricsRefreshMs: int(env, 'METRICS_REFRESH_MS', 5_000, 100, 600_000),
+    authCacheMs: int(env, 'AUTH_CACHE_MS', 2_000, 0, 60_000),
   };
 }

@@ -24,6 +24,7 @@ import {
 import { buildApp, type AppContext, type RouteSummary } from './app.js';
 import { ClaimWaiters } from './claim-waiters.js';
 import { CompleteBatcher } from './complete-batcher.js';
+import { ApiKeyCache } from './http/api-key-cache.js';
 import { EnqueueBatcher } from './enqueue-batcher.js';
 import type { Config } from './config.js';
 import { startEmbeddedPostgres, type EmbeddedPostgres } from './embedded-postgres.js';
@@ -52,6 +53,8 @@ export interface RunningSpool {
   leader: LeaderElector;
   /** Every maintenance loop of this process, for their `counters`. */
   maintenance: LoopService[];
+  /** This process's cache of presented API keys (its `counters` show hits and invalidations). */
+  apiKeys: ApiKeyCache;
   /** Two-phase stop: stop accepting and finish requests and gRPC calls (streams end cleanly), then services, pools and the embedded database. */
   stop(): Promise<void>;
 }
@@ -151,7 +154,8 @@ export async function startSpool(config: Config, options: StartOptions = {}): Pr
     const claimWaiters = new ClaimWaiters(notifier);
     const enqueueBatcher = new EnqueueBatcher(db);
     const completeBatcher = new CompleteBatcher(db);
-    const context: AppContext = { db, notifier, config, logger, tokens, startedAt: new Date(), version: VERSION, claimWaiters, enqueueBatcher, completeBatcher, metrics };
+    const apiKeys = new ApiKeyCache(db, notifier, { ttlMs: config.authCacheMs });
+    const context: AppContext = { db, notifier, config, logger, tokens, startedAt: new Date(), version: VERSION, claimWaiters, enqueueBatcher, completeBatcher, metrics, apiKeys };
     const grpc = new GrpcServer({
       context,
       host: config.host,
@@ -180,6 +184,7 @@ export async function startSpool(config: Config, options: StartOptions = {}): Pr
       routes: app.routeTable,
       leader,
       maintenance,
+      apiKeys,
       stop() {
         stopping ??= (async () => {
           // HTTP and gRPC drain side by side (stopping the gRPC server again below is a no-op).

@@ -7,6 +7,9 @@ const authenticate = sqlFile(import.meta.url, './api-key-authenticate.sql');
 const byId = sqlFile(import.meta.url, './api-key-by-id.sql');
 const touch = sqlFile(import.meta.url, './api-key-touch.sql');
 
+/** NOTIFY channel of migration 012's triggers: an API key or its organization changed (servers drop cached keys). */
+export const AUTH_CHANNEL = 'spool_auth';
+
 export interface ApiKeyIdentity {
   id: string;
   organization_id: string;

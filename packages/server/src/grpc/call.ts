@@ -26,7 +26,7 @@ export function credentialFrom(metadata: Metadata): string | null {
 
 /** Authenticates a call exactly as REST authenticates a request (same keys, tokens and tenancy). */
 export function authenticateCall(ctx: GrpcContext, metadata: Metadata): Promise<AuthContext> {
-  return authenticate(ctx.db, ctx.tokens, credentialFrom(metadata));
+  return authenticate(ctx, credentialFrom(metadata));
 }
 
 /** A unary handler that authenticates, runs `handler` and maps any thrown error to a status. */

@@ -1,6 +1,7 @@
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { AccessDeniedError, AuthenticationError } from '@spool/protocol';
-import { apiKeyAuthenticate, apiKeyById, apiKeyTouch, isUuid, type ApiKeyIdentity, type Db } from '@spool/engine';
+import { apiKeyById, apiKeyTouch, isUuid, type ApiKeyIdentity, type Db } from '@spool/engine';
+import type { ApiKeyCache } from './api-key-cache.js';
 import type { TokenClaims, TokenService, TokenType } from './jwt.js';
 
 /** Who is calling: always derived from the credential, never from the request body. */
@@ -55,6 +56,13 @@ function contextOf(key: ApiKeyIdentity, via: 'api_key' | 'jwt', token: TokenClai
 
 const TOUCH_INTERVAL_MS = 60_000;
 
+/** What authentication reads: the database, the JWT service and the API-key cache. */
+export interface AuthServices {
+  db: Db;
+  tokens: TokenService;
+  apiKeys: ApiKeyCache;
+}
+
 /**
  * Verifies a JWT of the expected type and the key behind it: the signature
  * and `exp`, that its `jti` was not revoked by logout, and that the key is
@@ -79,14 +87,17 @@ export async function verifyToken(db: Db, tokens: TokenService, token: string, e
 }
 
 /** Resolves a presented API key (not a JWT) to an AuthContext, or throws a 401. */
-export async function authenticateApiKey(db: Db, credential: string): Promise<AuthContext> {
+export async function authenticateApiKey(services: Pick<AuthServices, 'db' | 'apiKeys'>, credential: string): Promise<AuthContext> {
   if (!credential.startsWith('sk_') && !credential.startsWith('sp_')) throw new AuthenticationError('Invalid API key');
-  const key = await apiKeyAuthenticate(db, credential);
+  const key = await services.apiKeys.lookup(credential);
   if (!key) throw new AuthenticationError('Invalid API key');
   const problem = keyProblem(key);
   if (problem) throw new AuthenticationError(problem);
   if (key.last_used === null || Date.now() - key.last_used.getTime() > TOUCH_INTERVAL_MS) {
-    apiKeyTouch(db, key.id).catch(() => {});
+    // The row may be the cache's: note the touch there too, or every request
+    // until the entry expires would touch again.
+    key.last_used = new Date();
+    apiKeyTouch(services.db, key.id).catch(() => {});
   }
   return contextOf(key, 'api_key', null);
 }
@@ -96,16 +107,16 @@ export async function authenticateApiKey(db: Db, credential: string): Promise<Au
  * Refresh tokens are refused as bearer credentials; a token whose key was
  * revoked, or whose jti was revoked by logout, fails at once.
  */
-export async function authenticate(db: Db, tokens: TokenService, credential: string | null): Promise<AuthContext> {
+export async function authenticate(services: AuthServices, credential: string | null): Promise<AuthContext> {
   if (!credential) throw new AuthenticationError('Missing credentials: send Authorization: Bearer <api key or access token>');
-  if (credential.startsWith('eyJ')) return (await verifyToken(db, tokens, credential, 'access')).context;
-  return authenticateApiKey(db, credential);
+  if (credential.startsWith('eyJ')) return (await verifyToken(services.db, services.tokens, credential, 'access')).context;
+  return authenticateApiKey(services, credential);
 }
 
 /** Adds authentication to every route of an encapsulated scope. */
-export function requireAuth(app: FastifyInstance, db: Db, tokens: TokenService): void {
+export function requireAuth(app: FastifyInstance, services: AuthServices): void {
   app.addHook('onRequest', async (request) => {
-    request.auth = await authenticate(db, tokens, bearer(request));
+    request.auth = await authenticate(services, bearer(request));
   });
 }
 

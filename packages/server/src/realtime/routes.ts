@@ -33,7 +33,7 @@ function resumePoint(request: FastifyRequest): StreamPosition | null {
 
 /** Authenticates (401 before anything is streamed), opens the SSE response and registers it. */
 async function openSse(rt: RealtimeContext, request: FastifyRequest, reply: FastifyReply): Promise<{ auth: AuthContext; conn: SseConnection }> {
-  const auth = await authenticate(rt.app.db, rt.app.tokens, realtimeCredential(request));
+  const auth = await authenticate(rt.app, realtimeCredential(request));
   const conn = new SseConnection(request, reply, auth.organizationId);
   conn.onClose(rt.connections.add(conn));
   return { auth, conn };

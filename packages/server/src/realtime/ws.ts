@@ -103,7 +103,7 @@ export function websocketRoute(app: FastifyInstance, rt: RealtimeContext): void 
     handler: async (_request, reply) => reply.code(426).header('upgrade', 'websocket').send(errorBody('BAD_REQUEST', 'This endpoint speaks WebSocket: connect with Upgrade: websocket')),
     schema: { tags: ['realtime'], summary: 'WebSocket: Ping on open and every 30 s; job, queue, worker and schedule events; Subscribe/Unsubscribe/Ping commands' },
     onRequest: async (request: FastifyRequest) => {
-      request.auth = await authenticate(rt.app.db, rt.app.tokens, realtimeCredential(request));
+      request.auth = await authenticate(rt.app, realtimeCredential(request));
       if (rt.connections.count(request.auth.organizationId, (c) => (c as { kind?: string }).kind === 'ws') >= MAX_CONNECTIONS_PER_ORG) {
         throw new RateLimitError(5, `At most ${MAX_CONNECTIONS_PER_ORG} WebSocket connections per organization`);
       }

@@ -161,6 +161,7 @@ function organizationAdminRoutes(app: FastifyInstance, ctx: AppContext, tags: st
     const row = await organizationUpdate(ctx.db, (await existing(ctx, request.params.id)).id, {
       planTier: body.plan_tier, billingEmail: body.billing_email, settings: body.settings, customLimits: body.custom_limits,
     });
+    ctx.apiKeys.forget();
     if (!row) throw new NotFoundError('Organization not found');
     return organizationToWire(row);
   });
@@ -177,6 +178,7 @@ function organizationAdminRoutes(app: FastifyInstance, ctx: AppContext, tags: st
     const row = await existing(ctx, request.params.id);
     if (request.query.hard_delete) await organizationDelete(ctx.db, row.id, true);
     else await organizationUpdate(ctx.db, row.id, { planTier: 'deleted' });
+    ctx.apiKeys.forget();
     return reply.code(204).send();
   });
 

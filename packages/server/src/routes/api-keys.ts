@@ -85,6 +85,7 @@ export function apiKeyRoutes(app: FastifyInstance, ctx: AppContext): void {
       rateLimit: body.rate_limit,
       isActive: body.is_active,
     });
+    ctx.apiKeys.forget();
     if (!row) throw new NotFoundError('API key not found');
     return apiKeyToWire(row);
   });
@@ -94,7 +95,9 @@ export function apiKeyRoutes(app: FastifyInstance, ctx: AppContext): void {
   }, async (request, reply) => {
     const auth = authOf(request);
     assertMayManageKeys(auth);
-    if (!(await apiKeyRevoke(ctx.db, auth.organizationId, request.params.id))) throw new NotFoundError('API key not found');
+    const revoked = await apiKeyRevoke(ctx.db, auth.organizationId, request.params.id);
+    ctx.apiKeys.forget();
+    if (!revoked) throw new NotFoundError('API key not found');
     return reply.code(204).send();
   });
 }

@@ -57,7 +57,7 @@ export function authPublicRoutes(app: FastifyInstance, ctx: AppContext): void {
   app.post<{ Body: { api_key: string } }>('/auth/login', {
     schema: { tags: ['auth'], summary: 'Exchange an API key for an access and a refresh token', security: [], body: LoginBody, response: { 200: LoginResponse } },
   }, async (request) => {
-    const auth = await authenticateApiKey(ctx.db, request.body.api_key);
+    const auth = await authenticateApiKey(ctx, request.body.api_key);
     const [access, refresh] = await Promise.all([issue(ctx, auth, 'access'), issue(ctx, auth, 'refresh')]);
     return { access_token: access.token, refresh_token: refresh.token, token_type: 'Bearer', expires_in: ACCESS_TOKEN_SECONDS, refresh_expires_in: REFRESH_TOKEN_SECONDS };
   });

@@ -199,6 +199,7 @@ export function organizationRoutes(app: FastifyInstance, ctx: AppContext): void 
   }, async (request, reply) => {
     const own = await ownOrganization(ctx, request, request.params.id);
     const result = await organizationDelete(ctx.db, own.id);
+    ctx.apiKeys.forget();
     if (result.blockers) {
       const b = result.blockers;
       throw new ConflictError(`Organization still has ${b.active_jobs} active jobs, ${b.live_workers} live workers and ${b.active_schedules} active schedules`, { ...b });

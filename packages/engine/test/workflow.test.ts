@@ -9,6 +9,7 @@ import {
   jobDependenciesAddTx,
   jobFailMany,
   jobInsertMany,
+  workflowCancel,
   workflowCreate,
   workflowGet,
   workflowJobs,
@@ -159,6 +160,33 @@ describe('failed, cancelled and retried dependencies', () => {
     const jobs = await workflowJobs(t.pool, org, workflowId);
     assert.deepEqual(jobs.map((j) => j.key), ['A', 'B', 'C', 'D']);
     assert.deepEqual(jobs.find((j) => j.key === 'D')!.depends_on.sort(), [id.B, id.C].sort());
+  });
+});
+
+describe('status derived from the counters (migration 011 trigger)', () => {
+  it('keeps an explicit cancel, and its completed_at, when the job still running then completes', async () => {
+    const created = await workflowCreate(t.pool, { organizationId: org, name: 'cancel wins', jobs: [{ key: 'X', queueName: 'cancelwins', payload: 'X' }] });
+    const [x] = await claimOne('cancelwins');
+    const cancelled = await workflowCancel(t.pool, org, created.workflowId);
+    assert.equal(cancelled.status, 'cancelled');
+    assert.ok(cancelled.completed_at);
+    // completed_jobs = total_jobs alone would read 'completed'.
+    await complete(x!);
+    const after = await workflowGet(t.pool, org, created.workflowId);
+    assert.equal(after!.completed_jobs, 1);
+    assert.equal(after!.status, 'cancelled');
+    assert.equal(after!.completed_at!.getTime(), cancelled.completed_at!.getTime());
+  });
+
+  it('leaves an update that names no counter alone', async () => {
+    const created = await workflowCreate(t.pool, { organizationId: org, name: 'no counters', jobs: [{ key: 'X', queueName: 'nocounters', payload: 'X' }] });
+    // Its counters say nothing has ended: a derivation would not read 'failed'.
+    await t.pool.query("UPDATE spool.workflows SET status = 'failed', description = 'set by hand' WHERE id = $1", [created.workflowId]);
+    const row = await t.pool.query('SELECT status, completed_at FROM spool.workflows WHERE id = $1', [created.workflowId]);
+    assert.deepEqual(row.rows[0], { status: 'failed', completed_at: null });
+    await t.pool.query('UPDATE spool.workflows SET total_jobs = total_jobs WHERE id = $1', [created.workflowId]);
+    const derived = await t.pool.query('SELECT status, completed_at FROM spool.workflows WHERE id = $1', [created.workflowId]);
+    assert.deepEqual(derived.rows[0], { status: 'running', completed_at: null }, 'naming a counter re-derives the status');
   });
 });
 

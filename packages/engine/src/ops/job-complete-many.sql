@@ -15,7 +15,8 @@
 --    so concurrent completions of its dependencies serialize there and the
 --    last one releases it (a count from this statement's snapshot would not
 --    see the other's uncommitted completion).
---  * workflows: completed and blocked counters and the status.
+--  * workflows: completed and blocked counters (the status follows from
+--    them in migration 011's trigger).
 --  * one pg_notify for the statement, only when some job became claimable.
 -- `recount` flags a completed job that gained dependents in a transaction
 -- this statement's snapshot cannot see (the UPDATE waited on that
@@ -93,12 +94,7 @@ workflow AS (
   UPDATE spool.workflows w
   SET completed_jobs = w.completed_jobs + d.completed,
       blocked_jobs = greatest(w.blocked_jobs - d.unblocked, 0),
-      status = spool.workflow_status(w.status, true, w.total_jobs, w.completed_jobs + d.completed, w.failed_jobs,
-                                     w.cancelled_jobs, greatest(w.blocked_jobs - d.unblocked, 0)),
       started_at = coalesce(w.started_at, now()),
-      completed_at = CASE WHEN spool.workflow_status(w.status, true, w.total_jobs, w.completed_jobs + d.completed, w.failed_jobs,
-                                                     w.cancelled_jobs, greatest(w.blocked_jobs - d.unblocked, 0))
-                               IN ('completed', 'failed', 'cancelled') THEN coalesce(w.completed_at, now()) END,
       updated_at = now()
   FROM workflow_delta d
   WHERE w.organization_id = $1 AND w.id = d.workflow_id

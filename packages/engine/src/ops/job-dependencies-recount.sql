@@ -38,11 +38,6 @@ workflow_delta AS (
 workflow AS (
   UPDATE spool.workflows w
   SET blocked_jobs = greatest(w.blocked_jobs + d.blocked, 0),
-      status = spool.workflow_status(w.status, w.started_at IS NOT NULL, w.total_jobs, w.completed_jobs, w.failed_jobs,
-                                     w.cancelled_jobs, greatest(w.blocked_jobs + d.blocked, 0)),
-      completed_at = CASE WHEN spool.workflow_status(w.status, w.started_at IS NOT NULL, w.total_jobs, w.completed_jobs, w.failed_jobs,
-                                                     w.cancelled_jobs, greatest(w.blocked_jobs + d.blocked, 0))
-                               IN ('completed', 'failed', 'cancelled') THEN coalesce(w.completed_at, now()) END,
       updated_at = now()
   FROM workflow_delta d
   WHERE w.organization_id = $1 AND w.id = d.workflow_id AND d.blocked <> 0

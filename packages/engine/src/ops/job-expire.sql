@@ -35,11 +35,6 @@ workflow AS (
   UPDATE spool.workflows w
   SET cancelled_jobs = w.cancelled_jobs + d.cancelled,
       blocked_jobs = greatest(w.blocked_jobs - d.unblocked, 0),
-      status = spool.workflow_status(w.status, w.started_at IS NOT NULL, w.total_jobs, w.completed_jobs, w.failed_jobs,
-                                     w.cancelled_jobs + d.cancelled, greatest(w.blocked_jobs - d.unblocked, 0)),
-      completed_at = CASE WHEN spool.workflow_status(w.status, w.started_at IS NOT NULL, w.total_jobs, w.completed_jobs, w.failed_jobs,
-                                                     w.cancelled_jobs + d.cancelled, greatest(w.blocked_jobs - d.unblocked, 0))
-                               IN ('completed', 'failed', 'cancelled') THEN coalesce(w.completed_at, now()) END,
       updated_at = now()
   FROM workflow_delta d
   WHERE w.organization_id = d.organization_id AND w.id = d.workflow_id

@@ -32,12 +32,7 @@ workflow_delta AS (
 workflow AS (
   UPDATE spool.workflows w
   SET cancelled_jobs = w.cancelled_jobs + d.cancelled,
-      status = spool.workflow_status(w.status, true, w.total_jobs, w.completed_jobs, w.failed_jobs,
-                                     w.cancelled_jobs + d.cancelled, w.blocked_jobs),
       started_at = coalesce(w.started_at, now()),
-      completed_at = CASE WHEN spool.workflow_status(w.status, true, w.total_jobs, w.completed_jobs, w.failed_jobs,
-                                                     w.cancelled_jobs + d.cancelled, w.blocked_jobs)
-                               IN ('completed', 'failed', 'cancelled') THEN coalesce(w.completed_at, now()) END,
       updated_at = now()
   FROM workflow_delta d
   WHERE w.organization_id = $1 AND w.id = d.workflow_id

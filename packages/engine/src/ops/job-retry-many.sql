@@ -50,11 +50,6 @@ workflow AS (
   UPDATE spool.workflows w
   SET failed_jobs = greatest(w.failed_jobs - d.failed, 0),
       cancelled_jobs = greatest(w.cancelled_jobs - d.cancelled, 0),
-      status = spool.workflow_status(w.status, true, w.total_jobs, w.completed_jobs, greatest(w.failed_jobs - d.failed, 0),
-                                     greatest(w.cancelled_jobs - d.cancelled, 0), w.blocked_jobs),
-      completed_at = CASE WHEN spool.workflow_status(w.status, true, w.total_jobs, w.completed_jobs, greatest(w.failed_jobs - d.failed, 0),
-                                                     greatest(w.cancelled_jobs - d.cancelled, 0), w.blocked_jobs)
-                               IN ('completed', 'failed', 'cancelled') THEN coalesce(w.completed_at, now()) END,
       updated_at = now()
   FROM workflow_delta d
   WHERE w.organization_id = $1 AND w.id = d.workflow_id

@@ -138,6 +138,8 @@ export async function startSpool(config: Config, options: StartOptions = {}): Pr
     });
     notifier.listen(SCHEDULES_CHANNEL, () => firer.wake());
     notifier.listen(LEADER_CHANNEL, () => leader.wake());
+    // Before the notifier starts, so that LISTEN spool_auth is in place before any key is cached.
+    const apiKeys = new ApiKeyCache(db, notifier, { ttlMs: config.authCacheMs });
     services.push(notifier as unknown as Service); // stopped too if the check below refuses to start
     await notifier.start();
     await checkNotifications(notifier, db, config);
@@ -154,7 +156,6 @@ export async function startSpool(config: Config, options: StartOptions = {}): Pr
     const claimWaiters = new ClaimWaiters(notifier);
     const enqueueBatcher = new EnqueueBatcher(db);
     const completeBatcher = new CompleteBatcher(db);
-    const apiKeys = new ApiKeyCache(db, notifier, { ttlMs: config.authCacheMs });
     const context: AppContext = { db, notifier, config, logger, tokens, startedAt: new Date(), version: VERSION, claimWaiters, enqueueBatcher, completeBatcher, metrics, apiKeys };
     const grpc = new GrpcServer({
       context,

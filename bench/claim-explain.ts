@@ -12,13 +12,12 @@
  * directory with default (durable) settings; with it, it creates and drops a
  * throwaway database on that server. Progress goes to stderr.
  */
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
-import { cpus, loadavg, tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { readFileSync } from 'node:fs';
+import { cpus, loadavg } from 'node:os';
 import { randomBytes } from 'node:crypto';
 import pg from 'pg';
 import { createPool, jobClaim, migrate } from '@spool/engine';
-import { startEmbeddedPostgres, type EmbeddedPostgres } from '@spool/server';
+import { startScratchPostgres } from '../test-support/scratch-postgres.js';
 
 const PENDING = 1_000_000;
 const FINISHED = 1_000_000;
@@ -60,7 +59,8 @@ async function explain(client: pg.PoolClient, org: string, generic: boolean): Pr
   try {
     await client.query(`SET LOCAL plan_cache_mode = ${generic ? 'force_generic_plan' : 'force_custom_plan'}`);
     await client.query(`PREPARE claim_explain AS ${claimSql}`);
-    const args = `(${pg.escapeLiteral(org)}, ${pg.escapeLiteral(QUEUE)}, ${LIMIT}, 'bench-worker', 30)`;
+    // $6 false: the uncapped form, the one jobClaim runs for a queue without a concurrency_limit (this one).
+    const args = `(${pg.escapeLiteral(org)}, ${pg.escapeLiteral(QUEUE)}, ${LIMIT}, 'bench-worker', 30, false)`;
     const plan = await client.query<{ 'QUERY PLAN': string }>(`EXPLAIN (ANALYZE, BUFFERS) EXECUTE claim_explain${args}`);
     return plan.rows.map((row) => row['QUERY PLAN']).join('\n');
   } finally {
@@ -169,31 +169,16 @@ async function measure(url: string): Promise<void> {
 }
 
 async function main(): Promise<void> {
-  let embedded: EmbeddedPostgres | null = null;
-  let tmp: string | null = null;
-  let adminUrl = process.env.DATABASE_URL;
-  if (!adminUrl) {
-    tmp = mkdtempSync(join(tmpdir(), 'spool-claim-explain-'));
-    embedded = await timed('start embedded PostgreSQL', () => startEmbeddedPostgres({ dataDir: tmp!, log }));
-    adminUrl = embedded.adminUrl;
-  }
-  const name = `spool_claim_explain_${randomBytes(3).toString('hex')}`;
-  const admin = new pg.Client({ connectionString: adminUrl });
-  await admin.connect();
+  const scratch = await timed(process.env.DATABASE_URL ? 'connect to DATABASE_URL' : 'start embedded PostgreSQL', () => startScratchPostgres({ prefix: 'spool-claim-explain-', log, warn: log }));
   try {
-    await admin.query(`CREATE DATABASE ${pg.escapeIdentifier(name)}`);
-    const url = new URL(adminUrl);
-    url.pathname = `/${name}`;
+    const url = await scratch.createDatabase(`spool_claim_explain_${randomBytes(3).toString('hex')}`);
     print('# Claim on 1,000,000 pending + 1,000,000 finished jobs');
     print();
-    print(`Command: \`${embedded ? '' : 'DATABASE_URL=… '}node --import tsx bench/claim-explain.ts\` (${embedded ? 'embedded PostgreSQL, default durable settings' : 'DATABASE_URL server'}).`);
+    print(`Command: \`${scratch.embedded ? '' : 'DATABASE_URL=… '}node --import tsx bench/claim-explain.ts\` (${scratch.embedded ? 'embedded PostgreSQL, default durable settings' : 'DATABASE_URL server'}).`);
     print();
-    await measure(url.toString());
+    await measure(url);
   } finally {
-    await admin.query(`DROP DATABASE IF EXISTS ${pg.escapeIdentifier(name)} WITH (FORCE)`).catch((err) => log(`could not drop ${name}: ${err}`));
-    await admin.end();
-    if (embedded) await embedded.stop();
-    if (tmp) rmSync(tmp, { recursive: true, force: true });
+    await scratch.stop();
   }
   console.log(out.join('\n'));
 }

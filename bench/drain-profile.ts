@@ -4,11 +4,8 @@
  * as CPU seconds per 1,000 jobs, from /proc before and after one drain.
  * On two shared cores this split, not wall time, says which side to make cheaper.
  */
-import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
-import pg from 'pg';
-import { startEmbeddedPostgres } from '@spool/server';
+import { readdirSync, readFileSync } from 'node:fs';
+import { startScratchPostgres } from '../test-support/scratch-postgres.js';
 import { SpoolSystem } from './systems/spool.js';
 
 const jobs = Number(process.argv[2] ?? 50_000);
@@ -60,14 +57,8 @@ async function cpuDuring<T>(run: () => Promise<T>): Promise<{ result: T; cpu: Ma
   }
 }
 
-const dir = mkdtempSync(join(tmpdir(), 'spool-drain-profile-'));
-const embedded = await startEmbeddedPostgres({ dataDir: dir, database: 'postgres', settings: {} });
-const admin = new pg.Client({ connectionString: embedded.adminUrl });
-await admin.connect();
-await admin.query('CREATE DATABASE bench_spool');
-const url = new URL(embedded.adminUrl);
-url.pathname = '/bench_spool';
-const sys = new SpoolSystem(url.toString());
+const scratch = await startScratchPostgres({ prefix: 'spool-drain-profile-', embeddedOnly: true });
+const sys = new SpoolSystem(await scratch.createDatabase('bench_spool'));
 try {
   await sys.setup();
   for (let rep = 0; rep < 2; rep++) {
@@ -84,7 +75,5 @@ try {
   }
 } finally {
   await sys.teardown();
-  await admin.end();
-  await embedded.stop();
-  rmSync(dir, { recursive: true, force: true });
+  await scratch.stop();
 }

@@ -7,12 +7,12 @@
  * the aggregate refresh. Writes bench/results/metrics-scrape.json and prints
  * a Markdown summary for docs/metrics.md.
  */
-import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
-import { loadavg, tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { mkdirSync, writeFileSync } from 'node:fs';
+import { loadavg } from 'node:os';
 import { pino } from 'pino';
 import { createPool, migrate, metricsQueueGauges, organizationCreate } from '@spool/engine';
-import { loadConfig, startEmbeddedPostgres, startSpool } from '@spool/server';
+import { loadConfig, startSpool } from '@spool/server';
+import { startScratchPostgres } from '../test-support/scratch-postgres.js';
 import { percentile } from './lib/stats.js';
 
 function arg(name: string, fallback: number): number {
@@ -63,11 +63,11 @@ async function load(url: string): Promise<{ organizationId: string; loadMs: numb
 }
 
 async function main(): Promise<void> {
-  const dir = mkdtempSync(join(tmpdir(), 'spool-bench-metrics-'));
-  const pg = await startEmbeddedPostgres({ dataDir: dir, settings: { max_wal_size: '8GB', checkpoint_timeout: '30min', shared_buffers: '1GB' } });
+  const scratch = await startScratchPostgres({ prefix: 'spool-bench-metrics-', embeddedOnly: true, settings: { max_wal_size: '8GB', checkpoint_timeout: '30min', shared_buffers: '1GB' } });
   try {
-    const { loadMs } = await load(pg.url);
-    const db = createPool({ connectionString: pg.url, max: 1 });
+    const url = await scratch.createDatabase('spool');
+    const { loadMs } = await load(url);
+    const db = createPool({ connectionString: url, max: 1 });
     const plan = await db.query(`EXPLAIN (ANALYZE, BUFFERS, FORMAT TEXT) ${(await import('node:fs')).readFileSync(new URL('../packages/engine/src/ops/metrics-queue-gauges.sql', import.meta.url), 'utf8')}`);
     const refreshTimes: number[] = [];
     for (let i = 0; i < 5; i++) {
@@ -78,7 +78,7 @@ async function main(): Promise<void> {
     const size = await db.query<{ rows: number; bytes: string }>("SELECT count(*)::bigint AS rows, pg_size_pretty(pg_total_relation_size('spool.jobs')) AS bytes FROM spool.jobs");
     await db.end();
 
-    const spool = await startSpool({ ...loadConfig({}), databaseUrl: pg.url, host: '127.0.0.1', port: 0, metricsRefreshMs: 5_000 }, { logger: pino({ level: 'silent' }) });
+    const spool = await startSpool({ ...loadConfig({}), databaseUrl: url, host: '127.0.0.1', port: 0, metricsRefreshMs: 5_000 }, { logger: pino({ level: 'silent' }) });
     const scrapeTimes: number[] = [];
     let bytes = 0;
     try {
@@ -112,8 +112,7 @@ async function main(): Promise<void> {
       await spool.stop();
     }
   } finally {
-    await pg.stop();
-    rmSync(dir, { recursive: true, force: true });
+    await scratch.stop();
   }
 }
 

@@ -6,11 +6,10 @@
  * measures per-job database cost instead (bench/cost.ts).
  */
 import { execFileSync } from 'node:child_process';
-import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdirSync, writeFileSync } from 'node:fs';
 import { cpus, loadavg, platform, release, tmpdir, totalmem } from 'node:os';
-import { join } from 'node:path';
 import pg from 'pg';
-import { startEmbeddedPostgres } from '@spool/server';
+import { startScratchPostgres } from '../test-support/scratch-postgres.js';
 import { renderReport } from './lib/report.js';
 import { Results } from './lib/results.js';
 import { GraphileSystem } from './systems/graphile.js';
@@ -138,17 +137,10 @@ let loadAtStart = '';
 async function main(): Promise<void> {
   const startedAt = new Date();
   loadAtStart = loadavg().map((l) => l.toFixed(2)).join(' ');
-  const dir = mkdtempSync(join(tmpdir(), 'spool-bench-pg-'));
-  console.error(`[bench] ${quick ? 'quick' : 'full'} run, ${reps} repetitions; PostgreSQL in ${dir}`);
-  const embedded = await startEmbeddedPostgres({ dataDir: dir, database: 'postgres', settings: profile ? { shared_preload_libraries: 'pg_stat_statements' } : {} });
-  const admin = new pg.Client({ connectionString: embedded.adminUrl });
-  await admin.connect();
-  const urlFor = (db: string) => {
-    const u = new URL(embedded.adminUrl);
-    u.pathname = `/${db}`;
-    return u.toString();
-  };
-  for (const db of ['bench_spool', 'bench_spool_grpc', 'bench_graphile', 'bench_pgboss', 'bench_plain']) await admin.query(`CREATE DATABASE ${db}`);
+  const scratch = await startScratchPostgres({ prefix: 'spool-bench-pg-', embeddedOnly: true, settings: profile ? { shared_preload_libraries: 'pg_stat_statements' } : {} });
+  console.error(`[bench] ${quick ? 'quick' : 'full'} run, ${reps} repetitions; PostgreSQL in ${scratch.dir}`);
+  const { admin, urlFor } = scratch;
+  for (const db of ['bench_spool', 'bench_spool_grpc', 'bench_graphile', 'bench_pgboss', 'bench_plain']) await scratch.createDatabase(db);
   spoolUrl = urlFor('bench_spool');
   if (profile) {
     for (const db of ['postgres', 'bench_spool', 'bench_spool_grpc', 'bench_graphile', 'bench_pgboss', 'bench_plain']) {
@@ -208,9 +200,7 @@ async function main(): Promise<void> {
     console.error(`[bench] wrote bench/results/latest.json and BENCHMARKS.md in ${Math.round((Date.now() - startedAt.getTime()) / 1000)} s`);
   } finally {
     for (const sys of ready) await sys.teardown().catch((err) => console.error(`[bench] ${sys.name} teardown`, err));
-    await admin.end();
-    await embedded.stop();
-    rmSync(dir, { recursive: true, force: true });
+    await scratch.stop();
   }
 }
 

@@ -7,14 +7,11 @@
  * Exits 1 on any 5xx, contract violation, hang, crash or inconsistency.
  */
 import { randomBytes } from 'node:crypto';
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { Writable } from 'node:stream';
-import pg from 'pg';
 import { pino } from 'pino';
 import { organizationCreate } from '@spool/engine';
-import { loadConfig, startEmbeddedPostgres, startSpool, type EmbeddedPostgres } from '@spool/server';
+import { loadConfig, startSpool } from '@spool/server';
+import { startScratchPostgres, type ScratchPostgres } from '../test-support/scratch-postgres.js';
 import { runGrpcFuzz } from './fuzz/grpc.js';
 import { formatReport, runFuzz } from './fuzz/run.js';
 
@@ -40,33 +37,21 @@ async function main(): Promise<number> {
   const shrink = process.argv.includes('--shrink');
   console.log(`fuzz: seed=${seed} runs=${runs} concurrency=${concurrency} (replay: npm run fuzz -- --runs ${runs} --seed ${seed}${concurrency > 1 ? ` --concurrency ${concurrency}` : ''})`);
 
-  let embedded: EmbeddedPostgres | null = null;
-  let tmp: string | null = null;
+  let scratch: ScratchPostgres | null = null;
   let stopSpool: (() => Promise<void>) | null = null;
   // Ctrl-C mid-run: stop the server and the embedded PostgreSQL rather than orphan them.
   const interrupted = (signal: string) => {
     console.log(`fuzz: ${signal}: stopping`);
     void (async () => {
       await stopSpool?.().catch(() => {});
-      await embedded?.stop().catch(() => {});
-      if (tmp) rmSync(tmp, { recursive: true, force: true });
+      await scratch?.stop();
       process.exit(130);
     })();
   };
   process.once('SIGINT', () => interrupted('SIGINT'));
   process.once('SIGTERM', () => interrupted('SIGTERM'));
-  let adminUrl = process.env.DATABASE_URL;
-  if (!adminUrl) {
-    tmp = mkdtempSync(join(tmpdir(), 'spool-fuzz-'));
-    embedded = await startEmbeddedPostgres({ dataDir: tmp, settings: { fsync: 'off', synchronous_commit: 'off' }, log: () => {} });
-    adminUrl = embedded.adminUrl;
-  }
-  const database = `spool_fuzz_${randomBytes(4).toString('hex')}`;
-  const admin = new pg.Client({ connectionString: adminUrl });
-  await admin.connect();
-  await admin.query(`CREATE DATABASE ${pg.escapeIdentifier(database)}`);
-  const url = new URL(adminUrl);
-  url.pathname = `/${database}`;
+  scratch = await startScratchPostgres({ prefix: 'spool-fuzz-', settings: { fsync: 'off', synchronous_commit: 'off' } });
+  const url = await scratch.createDatabase(`spool_fuzz_${randomBytes(4).toString('hex')}`);
 
   // Error-level lines are kept to show beside the request that caused them.
   const errorLogs: string[] = [];
@@ -75,7 +60,7 @@ async function main(): Promise<number> {
   const secrets = { adminKey: `admin-${randomBytes(8).toString('hex')}`, githubSecret: randomBytes(16).toString('hex'), stripeSecret: randomBytes(16).toString('hex') };
   const config = {
     ...loadConfig({}),
-    databaseUrl: url.toString(),
+    databaseUrl: url,
     host: '127.0.0.1',
     port: 0,
     grpcPort: 0,
@@ -115,10 +100,7 @@ async function main(): Promise<number> {
     code = report.failures.length + report.inconsistencies.length + report.processErrors.length + grpcReport.failures.length === 0 ? 0 : 1;
   } finally {
     await spool.stop();
-    await admin.query(`DROP DATABASE IF EXISTS ${pg.escapeIdentifier(database)} WITH (FORCE)`);
-    await admin.end();
-    if (embedded) await embedded.stop();
-    if (tmp) rmSync(tmp, { recursive: true, force: true });
+    await scratch.stop();
   }
   return code;
 }

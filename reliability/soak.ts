@@ -34,13 +34,12 @@
  * --json file (samples and verdict).
  */
 import { spawn, type ChildProcess } from 'node:child_process';
-import { mkdtempSync, readFileSync, rmSync, writeFileSync, createWriteStream } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { readFileSync, writeFileSync, createWriteStream } from 'node:fs';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import pg from 'pg';
 import { NonRetryableError, ServerError, SpoolClient, Worker } from '@spool/sdk';
-import { startEmbeddedPostgres } from '@spool/server';
+import { startScratchPostgres } from '../test-support/scratch-postgres.js';
 
 interface Options {
   seconds: number;
@@ -185,23 +184,22 @@ function checkBounds(samples: Sample[], warmupSeconds: number, rate: number, ser
 async function main(): Promise<number> {
   const options = parseArgs(process.argv.slice(2));
   const began = Date.now();
-  const tmp = mkdtempSync(join(tmpdir(), 'spool-soak-'));
-  const logFile = join(tmp, 'server.log');
-  const say = (line: string) => process.stdout.write(`${line}\n`);
-  say(`soak: ${fmt(options.seconds / 60)} min, ${options.rate} jobs/s, sample every ${options.sampleSeconds} s, retention ${options.retentionSeconds} s (data in ${tmp})`);
-
   // Short runs vacuum every second: with the default 60 s naptime a run of a
   // minute ends before deleted rows are ever reused, and sizes only grow.
   const settings: Record<string, string> = { max_connections: '100', ...(options.seconds < 120 ? { autovacuum_naptime: '1s' } : {}) };
-  const embedded = await startEmbeddedPostgres({ dataDir: tmp, settings, log: () => {} });
+  const scratch = await startScratchPostgres({ prefix: 'spool-soak-', embeddedOnly: true, settings });
+  const tmp = scratch.dir!;
+  const logFile = join(tmp, 'server.log');
+  const say = (line: string) => process.stdout.write(`${line}\n`);
+  say(`soak: ${fmt(options.seconds / 60)} min, ${options.rate} jobs/s, sample every ${options.sampleSeconds} s, retention ${options.retentionSeconds} s (data in ${tmp})`);
   let server: { child: ChildProcess; url: string; apiKey: string } | null = null;
-  const monitor = new pg.Client({ connectionString: embedded.url, application_name: 'spool-soak-monitor' });
+  const monitor = new pg.Client({ connectionString: scratch.urlFor('spool'), application_name: 'spool-soak-monitor' });
   const workers: Worker<{ outcome: Outcome }>[] = [];
   const timers: NodeJS.Timeout[] = [];
   let code = 1;
   try {
     const sweepMs = Math.max(1_000, Math.min(10_000, (options.retentionSeconds * 1000) / 2));
-    server = await startServer(embedded.url, sweepMs, logFile);
+    server = await startServer(await scratch.createDatabase('spool'), sweepMs, logFile);
     say(`soak: PostgreSQL and Spool ready in ${fmt((Date.now() - began) / 1000)} s`);
     await monitor.connect();
     const client = new SpoolClient({ baseUrl: server.url, apiKey: server.apiKey, retry: { maxRetries: 5 } });
@@ -357,8 +355,7 @@ async function main(): Promise<number> {
       await Promise.race([exited, sleep(15_000)]);
       if (server.child.exitCode === null) server.child.kill('SIGKILL');
     }
-    await embedded.stop();
-    rmSync(tmp, { recursive: true, force: true });
+    await scratch.stop();
   }
   say(`soak: done in ${fmt((Date.now() - began) / 1000)} s`);
   return code;

@@ -10,12 +10,11 @@
  */
 import { spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { mkdtempSync, readdirSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { readdirSync } from 'node:fs';
 import { join, relative } from 'node:path';
-import pg from 'pg';
 import { createPool, migrate } from '@spool/engine';
-import { dashboardAssets, startEmbeddedPostgres, type EmbeddedPostgres } from '@spool/server';
+import { dashboardAssets } from '@spool/server';
+import { startScratchPostgres } from '../test-support/scratch-postgres.js';
 
 const root = new URL('..', import.meta.url).pathname;
 
@@ -44,38 +43,27 @@ async function main(): Promise<number> {
   const dashboard = await dashboardAssets().ensure({ info: (m) => console.error(`[test] ${m}`), error: (m) => console.error(`[test] ${m}`) });
   if (dashboard.kind === 'failed') console.error('[test] the dashboard could not be built; its tests will fail');
 
-  let embedded: EmbeddedPostgres | null = null;
-  let tmp: string | null = null;
-  let adminUrl = process.env.DATABASE_URL;
-  if (!adminUrl) {
-    tmp = mkdtempSync(join(tmpdir(), 'spool-test-'));
-    const started = Date.now();
-    embedded = await startEmbeddedPostgres({
-      dataDir: tmp,
-      // Durability is not under test here; these make database setup fast.
-      settings: { fsync: 'off', synchronous_commit: 'off', full_page_writes: 'off', max_connections: '400' },
-      log: (m) => console.error(`[embedded-postgres] ${m}`),
-    });
-    adminUrl = embedded.adminUrl;
-    console.error(`[test] embedded PostgreSQL ready on port ${embedded.port} in ${Date.now() - started} ms`);
-  } else {
-    console.error(`[test] using DATABASE_URL (${new URL(adminUrl).host})`);
-  }
+  const started = Date.now();
+  const scratch = await startScratchPostgres({
+    prefix: 'spool-test-',
+    // Durability is not under test here; these make database setup fast.
+    settings: { fsync: 'off', synchronous_commit: 'off', full_page_writes: 'off', max_connections: '400' },
+    log: (m) => console.error(`[embedded-postgres] ${m}`),
+    warn: (m) => console.error(`[test] ${m}`),
+  });
+  const { adminUrl, admin } = scratch;
+  if (scratch.embedded) console.error(`[test] embedded PostgreSQL ready on port ${new URL(adminUrl).port} in ${Date.now() - started} ms`);
+  else console.error(`[test] using DATABASE_URL (${new URL(adminUrl).host})`);
 
   const template = `spool_t${randomBytes(3).toString('hex')}`;
-  const admin = new pg.Client({ connectionString: adminUrl });
-  await admin.connect();
-  const version = await admin.query<{ server_version: string }>('SHOW server_version');
-  console.error(`[test] PostgreSQL ${version.rows[0]!.server_version}; template database ${template}`);
-  await admin.query(`CREATE DATABASE ${pg.escapeIdentifier(template)}`);
-  const templateUrl = new URL(adminUrl);
-  templateUrl.pathname = `/${template}`;
-  const pool = createPool({ connectionString: templateUrl.toString(), max: 2 });
-  await migrate(pool);
-  await pool.end();
-
   let code = 1;
   try {
+    const version = await admin.query<{ server_version: string }>('SHOW server_version');
+    console.error(`[test] PostgreSQL ${version.rows[0]!.server_version}; template database ${template}`);
+    const pool = createPool({ connectionString: await scratch.createDatabase(template), max: 2 });
+    await migrate(pool);
+    await pool.end();
+
     const concurrency = process.env.SPOOL_TEST_CONCURRENCY ?? '4';
     const env = { ...process.env, SPOOL_TEST_ADMIN_URL: adminUrl, SPOOL_TEST_TEMPLATE: template };
     const runFiles = (batch: string[], filesAtOnce: string) => new Promise<number>((resolve) => {
@@ -90,14 +78,14 @@ async function main(): Promise<number> {
     const serial = await runFiles(files.filter((f) => f.endsWith('.serial.test.ts')), '1');
     code = parallel || serial;
   } finally {
-    const leftovers = await admin.query<{ datname: string }>('SELECT datname FROM pg_database WHERE datname LIKE $1', [`${template}%`]);
-    for (const { datname } of leftovers.rows) {
-      if (process.env.SPOOL_KEEP_TEST_DB === '1' && datname !== template) continue;
-      await admin.query(`DROP DATABASE IF EXISTS ${pg.escapeIdentifier(datname)} WITH (FORCE)`).catch((err) => console.error(`[test] could not drop ${datname}: ${err}`));
+    // Clones of the template that a failed test file left behind (stop() drops
+    // the template itself); an embedded cluster goes whole with its directory.
+    if (!scratch.embedded && process.env.SPOOL_KEEP_TEST_DB !== '1') {
+      const leftovers = await admin.query<{ datname: string }>('SELECT datname FROM pg_database WHERE datname LIKE $1 AND datname <> $2', [`${template}%`, template])
+        .catch((err) => (console.error(`[test] could not list leftover databases: ${err}`), { rows: [] }));
+      for (const { datname } of leftovers.rows) await scratch.dropDatabase(datname);
     }
-    await admin.end();
-    if (embedded) await embedded.stop();
-    if (tmp) rmSync(tmp, { recursive: true, force: true });
+    await scratch.stop();
   }
   return code;
 }

@@ -1,6 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import pg from 'pg';
 import { createPool, type Db } from '@spool/engine';
+import { databaseUrl } from './scratch-postgres.js';
 
 /**
  * Each test file gets its own database, cloned from the migrated template
@@ -21,12 +22,6 @@ function requireEnv(name: string): string {
   return value;
 }
 
-function withDatabase(url: string, database: string): string {
-  const u = new URL(url);
-  u.pathname = `/${database}`;
-  return u.toString();
-}
-
 export async function createTestDatabase(label = 'test', options: { empty?: boolean } = {}): Promise<TestDatabase> {
   const adminUrl = requireEnv('SPOOL_TEST_ADMIN_URL');
   const template = requireEnv('SPOOL_TEST_TEMPLATE');
@@ -39,7 +34,7 @@ export async function createTestDatabase(label = 'test', options: { empty?: bool
   } finally {
     await admin.end();
   }
-  const url = withDatabase(adminUrl, name);
+  const url = databaseUrl(adminUrl, name);
   const pool = createPool({ connectionString: url, max: 30, applicationName: `spool-test-${label}` });
   return {
     url,

@@ -157,7 +157,9 @@ describe('three Spool processes on one database', () => {
     for (const id of Object.values(ids)) assert.equal((await call(replicas[0]!, 'POST', `/api/v1/schedules/${id}/pause`)).status, 200);
 
     const runsOf = async (id: string) => (await t.pool.query<{ fire_time: Date; late_ms: number }>(
-      `SELECT r.fire_time, (extract(epoch FROM j.created_at - r.fire_time) * 1000)::float8 AS late_ms
+      // Lateness at the firer's precision: it judges with the database clock read
+      // into a JS Date, whole milliseconds (a tick exactly at the threshold is on time).
+      `SELECT r.fire_time, (extract(epoch FROM date_trunc('milliseconds', j.created_at) - r.fire_time) * 1000)::float8 AS late_ms
        FROM spool.schedule_runs r JOIN spool.jobs j ON j.id = r.job_id WHERE r.schedule_id = $1 ORDER BY r.fire_time`, [id])).rows;
     // Ticks of the outage: due after the last process stopped, late by more than the threshold when the next one fired.
     const outage = (runs: { fire_time: Date; late_ms: number }[]) => runs.filter((r) => r.fire_time.getTime() > stoppedAt && r.late_ms > threshold);

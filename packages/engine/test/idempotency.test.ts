@@ -33,9 +33,9 @@ describe('idempotency keys', () => {
       await client.connect();
       return client;
     }));
-    // The gate locks the organization row: the first insert then waits in its
-    // foreign-key check with its key uncommitted, and the other 49 wait on it,
-    // so all 50 really are in flight together when the gate opens.
+    // The gate locks the organization row: every insert waits on it in its
+    // statement's organization lock (migration 013), so all 50 really are in
+    // flight together when the gate opens and race on the key.
     const gate = new pg.Client({ connectionString: t.url });
     await gate.connect();
     try {

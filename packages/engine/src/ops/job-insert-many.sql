@@ -4,12 +4,18 @@
 -- the first insert and then return its row, so there is no race window;
 -- xmax = 0 tells a fresh insert from a hit. Callers dedupe keys within a batch.
 -- One pg_notify for the whole statement (never per row): DESIGN §8.
+-- The batch's organizations are locked once (FOR KEY SHARE) instead of a
+-- foreign-key check per row (migration 013); a missing one fails the whole
+-- statement with foreign_key_violation, as the key did.
 WITH input AS (
   SELECT *
   FROM unnest($1::uuid[], $2::uuid[], $3::text[], $4::text[], $5::int[], $6::int[], $7::int[],
               $8::timestamptz[], $9::timestamptz[], $10::text[], $11::text[], $12::uuid[], $13::text[])
        AS t(id, organization_id, queue_name, payload, priority, max_retries, timeout_seconds,
             scheduled_at, expires_at, idempotency_key, tags, parent_job_id, completion_webhook)
+),
+owners AS MATERIALIZED (
+  SELECT spool.lock_organizations(ARRAY(SELECT DISTINCT organization_id FROM input)) AS locked
 ),
 inserted AS (
   INSERT INTO spool.jobs AS j (id, organization_id, queue_name, status, payload, priority, max_retries,
@@ -20,6 +26,7 @@ inserted AS (
          payload::jsonb, priority, max_retries, timeout_seconds, scheduled_at, expires_at,
          idempotency_key, tags::jsonb, parent_job_id, completion_webhook
   FROM input
+  WHERE (SELECT locked FROM owners)
   ON CONFLICT (organization_id, idempotency_key) WHERE idempotency_key IS NOT NULL
   DO UPDATE SET idempotency_key = EXCLUDED.idempotency_key
   RETURNING j.id, j.organization_id, j.queue_name, j.status, j.idempotency_key, j.scheduled_at, (j.xmax = 0) AS created

@@ -1,5 +1,5 @@
-import type { Queryable } from '../db.js';
-import { run, sqlFile } from '../db.js';
+import type { Db, Queryable } from '../db.js';
+import { run, sqlFile, transaction } from '../db.js';
 import { isUuid } from '../ids.js';
 import type { OrganizationRow } from './organization-create.js';
 
@@ -7,6 +7,7 @@ const get = sqlFile(import.meta.url, './organization-get.sql');
 const update = sqlFile(import.meta.url, './organization-update.sql');
 const webhookTokenSet = sqlFile(import.meta.url, './organization-webhook-token-set.sql');
 const remove = sqlFile(import.meta.url, './organization-delete.sql');
+const removeJobs = sqlFile(import.meta.url, './organization-delete-jobs.sql');
 const blockers = sqlFile(import.meta.url, './organization-blockers.sql');
 const slugTaken = sqlFile(import.meta.url, './organization-slug-taken.sql');
 const list = sqlFile(import.meta.url, './organization-list.sql');
@@ -63,10 +64,16 @@ export interface OrganizationBlockers {
  * (returns the blockers) while it has active jobs, live workers or active
  * schedules. `deleted: false` with no blockers means it did not exist.
  */
-export async function organizationDelete(db: Queryable, id: string, force = false): Promise<{ deleted: boolean; blockers: OrganizationBlockers | null }> {
+export async function organizationDelete(db: Db, id: string, force = false): Promise<{ deleted: boolean; blockers: OrganizationBlockers | null }> {
   if (!isUuid(id)) return { deleted: false, blockers: null };
-  const rows = await run(db, remove, [id, force]);
-  if (rows.length > 0) return { deleted: true, blockers: null };
+  const deleted = await transaction(db, async (client) => {
+    if ((await run(client, remove, [id, force])).length === 0) return false;
+    // A statement of its own: its snapshot is taken after the delete above
+    // waited for inserts in flight (migration 013).
+    await run(client, removeJobs, [id]);
+    return true;
+  });
+  if (deleted) return { deleted: true, blockers: null };
   if (force || !(await organizationGet(db, id))) return { deleted: false, blockers: null };
   const [found] = await run<OrganizationBlockers>(db, blockers, [id]);
   return { deleted: false, blockers: found ?? null };

@@ -7,7 +7,9 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import { pino } from 'pino';
+import { Notifier } from '@spool/engine';
 import { loadConfig, startSpool, type RunningSpool } from '@spool/server';
+import { ApiKeyCache } from '../src/http/api-key-cache.js';
 import { startTestServer, type TestServer } from '../../../test-support/server.js';
 
 let server: TestServer;
@@ -52,6 +54,32 @@ describe('API-key cache', () => {
     const { hits } = server.spool.apiKeys.counters;
     for (let i = 0; i < 3; i++) assert.equal((await get(server.url, 'sk_test_nosuchkey')).status, 401);
     assert.equal(server.spool.apiKeys.counters.hits, hits);
+  });
+
+  it('neither serves nor fills the cache while its LISTEN connection is down (a missed NOTIFY could not be noticed)', async () => {
+    const org = await server.createOrganization();
+    const notifier = new Notifier({ connectionString: server.database.url });
+    const cache = new ApiKeyCache(server.spool.db, notifier); // never started: not listening
+    for (let i = 0; i < 3; i++) assert.ok(await cache.lookup(org.apiKey));
+    assert.deepEqual({ hits: cache.counters.hits, misses: cache.counters.misses }, { hits: 0, misses: 3 });
+    await notifier.start();
+    try {
+      for (let i = 0; i < 3; i++) assert.ok(await cache.lookup(org.apiKey));
+      assert.deepEqual({ hits: cache.counters.hits, misses: cache.counters.misses }, { hits: 2, misses: 4 }, 'listening: cached');
+    } finally {
+      await notifier.stop();
+    }
+  });
+
+  it('does not store a lookup that began before a change', async () => {
+    const org = await server.createOrganization();
+    const cache = server.spool.apiKeys;
+    const looking = cache.lookup(org.apiKey);
+    cache.forget(); // a change lands while the query is in flight
+    assert.ok(await looking);
+    const { misses } = cache.counters;
+    assert.ok(await cache.lookup(org.apiKey));
+    assert.equal(cache.counters.misses, misses + 1, 'the next request queries again');
   });
 
   it('a key revoked through one replica fails on the other as soon as it hears of it', async () => {

@@ -35,7 +35,12 @@ export function hashApiKey(key: string): Buffer {
 
 /** The key row for a presented key, or null. Callers check is_active and expires_at. */
 export async function apiKeyAuthenticate(db: Queryable, key: string): Promise<ApiKeyIdentity | null> {
-  const rows = await run<ApiKeyIdentity>(db, authenticate, [hashApiKey(key)]);
+  return apiKeyByHash(db, hashApiKey(key));
+}
+
+/** The key row for a key's SHA-256 (for callers that already hashed it), or null. */
+export async function apiKeyByHash(db: Queryable, hash: Buffer): Promise<ApiKeyIdentity | null> {
+  const rows = await run<ApiKeyIdentity>(db, authenticate, [hash]);
   return rows[0] ?? null;
 }
 

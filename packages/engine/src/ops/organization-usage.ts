@@ -52,14 +52,12 @@ export async function organizationActiveJobs(db: Queryable, id: string, cap: num
  * limit; `before` is today's count before this call.
  */
 export async function organizationQuotaReserve(db: Queryable, id: string, count: number, limit: number): Promise<{ counter: number | null; before: number }> {
-  const rows = await run<{ counter: number | null; before: number | null }>(db, reserve, [id, count, limit]);
-  const counter = rows[0]?.counter ?? null;
-  if (counter !== null) return { counter, before: counter - count };
-  // A refusal that waited on concurrent reservations re-checked the limit
-  // against their result but read `before` from its older snapshot; report
-  // the count that refused it, read afresh. Only refusals pay this query.
+  const [reserved] = await run<{ counter: number }>(db, reserve, [id, count, limit]);
+  if (reserved) return { counter: reserved.counter, before: reserved.counter - count };
+  // Refused: read the count that refused it afresh (a refusal that waited on
+  // concurrent reservations saw them only in its re-check). Only refusals pay this query.
   const fresh = await run<{ today: number }>(db, today, [id]);
-  return { counter: null, before: fresh[0]?.today ?? rows[0]?.before ?? 0 };
+  return { counter: null, before: fresh[0]?.today ?? 0 };
 }
 
 /** Returns unused reserved quota (e.g. idempotent repeats that created nothing). */

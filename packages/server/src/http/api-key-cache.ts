@@ -1,4 +1,4 @@
-import { apiKeyAuthenticate, AUTH_CHANNEL, hashApiKey, type ApiKeyIdentity, type Db, type Notifier } from '@spool/engine';
+import { apiKeyByHash, AUTH_CHANNEL, hashApiKey, type ApiKeyIdentity, type Db, type Notifier } from '@spool/engine';
 
 /** Longest a cached key is trusted without hearing from the database; the backstop for a lost notification. */
 const DEFAULT_TTL_MS = 2_000;
@@ -46,7 +46,8 @@ export class ApiKeyCache {
   /** The key row for a presented key, or null (callers check is_active and expires_at). */
   async lookup(credential: string): Promise<ApiKeyIdentity | null> {
     const usable = this.#ttlMs > 0 && this.#notifier !== null && this.#notifier.connected;
-    const hash = hashApiKey(credential).toString('base64');
+    const digest = hashApiKey(credential);
+    const hash = digest.toString('base64');
     const now = Date.now();
     if (usable) {
       const entry = this.#entries.get(hash);
@@ -57,7 +58,7 @@ export class ApiKeyCache {
     }
     this.counters.misses += 1;
     const generation = this.#generation;
-    const key = await apiKeyAuthenticate(this.#db, credential);
+    const key = await apiKeyByHash(this.#db, digest);
     // Only positive answers are kept: an unknown key costs a query each time, as before.
     if (usable && key && generation === this.#generation && this.#notifier!.connected) {
       if (this.#entries.size >= MAX_ENTRIES) this.#entries.clear();

@@ -21,6 +21,8 @@ const PG_CLIENT_ERRORS: Record<string, { status: number; code: string; message: 
   '22021': { status: 400, code: 'VALIDATION_ERROR', message: 'Text contains a character PostgreSQL cannot store (\\u0000)' },
   '23514': { status: 400, code: 'VALIDATION_ERROR', message: 'A value breaks a constraint' },
   '23505': { status: 409, code: 'CONFLICT', message: 'It already exists' },
+  // An enqueue whose organization was deleted after the request authenticated (migration 013's lock).
+  '23503': { status: 409, code: 'CONFLICT', message: 'It refers to something that no longer exists' },
   '54000': { status: 413, code: 'PAYLOAD_TOO_LARGE', message: 'A value is too large' },
 };
 

@@ -57,7 +57,7 @@ export class SpoolSystem implements BenchSystem {
     this.name = transport === 'grpc' ? 'spool-grpc' : 'spool';
     this.configuration = transport === 'grpc'
       ? 'server process (default pool 20) + worker processes over gRPC: 4 StreamJobs streams each (server claims up to 16 per round), unary Complete per job; S1 by unary Enqueue, bulk loads over HTTP'
-      : 'server process (default pool 20) + worker processes over HTTP: 4 claim loops each, claim limit 100 with wait_ms 1000, batch complete';
+      : 'server process (default pool 20, AUTH_CACHE_MS=2000) + worker processes over HTTP: 4 claim loops each, claim limit 100 with wait_ms 1000, batch complete';
   }
 
   get #workerScript(): string {
@@ -87,7 +87,7 @@ export class SpoolSystem implements BenchSystem {
     const nodeArgs = process.env.SERVER_NODE_ARGS?.split(' ').filter(Boolean) ?? [];
     this.#server = spawn(process.execPath, [...nodeArgs, '--import', 'tsx', 'packages/server/src/main.ts'], {
       cwd: root,
-      env: { ...process.env, DATABASE_URL: this.#databaseUrl, PORT: String(port), GRPC_PORT: String(grpcPort), HOST: '127.0.0.1', LOG_LEVEL: 'warn', SPOOL_DATA_DIR: this.#dataDir },
+      env: { ...process.env, DATABASE_URL: this.#databaseUrl, PORT: String(port), GRPC_PORT: String(grpcPort), HOST: '127.0.0.1', LOG_LEVEL: 'warn', AUTH_CACHE_MS: process.env.AUTH_CACHE_MS ?? '2000', SPOOL_DATA_DIR: this.#dataDir },
       stdio: ['ignore', 'ignore', 'inherit'],
     });
     await until(async () => {

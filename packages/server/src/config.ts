@@ -113,6 +113,6 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     stripeWebhookSecret: env.STRIPE_WEBHOOK_SECRET || null,
     metricsToken: env.METRICS_TOKEN || null,
     metricsRefreshMs: int(env, 'METRICS_REFRESH_MS', 5_000, 100, 600_000),
-    authCacheMs: int(env, 'AUTH_CACHE_MS', 2_000, 0, 60_000),
+    authCacheMs: int(env, 'AUTH_CACHE_MS', 0, 0, 60_000),
   };
 }

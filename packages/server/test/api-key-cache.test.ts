@@ -17,9 +17,9 @@ let server: TestServer;
 let replica: RunningSpool;
 
 before(async () => {
-  server = await startTestServer('api-key-cache');
+  server = await startTestServer('api-key-cache', { authCacheMs: 2_000 });
   replica = await startSpool(
-    { ...loadConfig({}), databaseUrl: server.database.url, host: '127.0.0.1', port: 0, grpcPort: 0, logLevel: 'silent', adminApiKey: 'test-admin-key', defaultPlan: 'unlimited' },
+    { ...loadConfig({}), databaseUrl: server.database.url, host: '127.0.0.1', port: 0, grpcPort: 0, logLevel: 'silent', adminApiKey: 'test-admin-key', defaultPlan: 'unlimited', authCacheMs: 2_000 },
     { logger: pino({ level: 'silent' }), announce: () => {} },
   );
 });

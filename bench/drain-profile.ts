@@ -9,6 +9,9 @@ import { startScratchPostgres } from '../test-support/scratch-postgres.js';
 import { SpoolSystem } from './systems/spool.js';
 
 const jobs = Number(process.argv[2] ?? 50_000);
+// PRELOAD=engine inserts through the engine instead of the HTTP API, so a
+// server profile (SERVER_NODE_ARGS=--cpu-prof) holds the drain alone.
+const preloadVia = process.env.PRELOAD === 'engine' ? 'engine' : 'api';
 const TICK = 100; // USER_HZ on Linux
 
 /** CPU seconds per process with its role, for the processes alive now. */
@@ -63,7 +66,7 @@ try {
   await sys.setup();
   for (let rep = 0; rep < 2; rep++) {
     await sys.reset();
-    await sys.preload(jobs, 1000);
+    await sys.preload(jobs, 1000, preloadVia);
     const started = performance.now();
     const { result: rate, cpu: used } = await cpuDuring(() => sys.drain(jobs, 1));
     const wall = (performance.now() - started) / 1000;

@@ -152,12 +152,14 @@ export class SpoolSystem implements BenchSystem {
   bulkSplit = false;
 
   /** Through the API when /jobs/bulk exists; otherwise straight through the engine (the load is not what a drain measures). */
-  async preload(jobs: number, batch: number): Promise<void> {
-    try {
-      await this.enqueueBulk(jobs, batch);
-      return;
-    } catch (err) {
-      if (!(err instanceof NotAvailable)) throw err;
+  async preload(jobs: number, batch: number, via: 'api' | 'engine' = 'api'): Promise<void> {
+    if (via === 'api') {
+      try {
+        await this.enqueueBulk(jobs, batch);
+        return;
+      } catch (err) {
+        if (!(err instanceof NotAvailable)) throw err;
+      }
     }
     for (let offset = 0; offset < jobs; offset += batch) {
       const chunk = Array.from({ length: Math.min(batch, jobs - offset) }, (_, k) => ({ organizationId: this.organizationId, queueName: QUEUE, payload: { i: offset + k } }));

@@ -1,0 +1,71 @@
+/**
+ * The database's share of a drain, without HTTP (`node --import tsx bench/sql-drain.ts [jobs] [repeats]`):
+ * bulk-loads jobs through the engine, then claims 100 and completes them in
+ * one batch, over one connection, until the queue is empty, exactly as the
+ * server does for a worker. Reports the backend's CPU time per job (from
+ * /proc), and per statement its execution time, buffer hits and WAL
+ * (pg_stat_statements). The server and the workers are out of the picture,
+ * so a change to the claim or complete SQL shows here undiluted.
+ */
+import { readFileSync } from 'node:fs';
+import { jobClaim, jobCompleteMany, jobInsertMany, migrate, organizationCreate, createPool } from '@spool/engine';
+import { startScratchPostgres } from '../test-support/scratch-postgres.js';
+
+const jobs = Number(process.argv[2] ?? 50_000);
+const repeats = Number(process.argv[3] ?? 3);
+const BATCH = 100;
+const TICK = 100; // USER_HZ on Linux
+
+function cpuSeconds(pid: number): number {
+  const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+  const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+  return (Number(fields[11]) + Number(fields[12])) / TICK;
+}
+
+const scratch = await startScratchPostgres({
+  prefix: 'spool-sql-drain-',
+  embeddedOnly: true,
+  settings: { shared_preload_libraries: 'pg_stat_statements', 'pg_stat_statements.track': 'top' },
+});
+try {
+  const url = await scratch.createDatabase('sql_drain');
+  const db = createPool({ connectionString: url, max: 1 });
+  await migrate(db);
+  await db.query('CREATE EXTENSION pg_stat_statements');
+  const { organization } = await organizationCreate(db, { name: 'bench', slug: 'bench', planTier: 'unlimited', environment: 'development' });
+  const [{ pid }] = (await db.query<{ pid: number }>('SELECT pg_backend_pid() AS pid')).rows;
+  for (let round = 1; round <= repeats; round++) {
+    for (let offset = 0; offset < jobs; offset += 1000) {
+      const n = Math.min(1000, jobs - offset);
+      await jobInsertMany(db, Array.from({ length: n }, (_, k) => ({ organizationId: organization.id, queueName: 'bench', payload: { i: offset + k } })));
+    }
+    await db.query('VACUUM ANALYZE spool.jobs');
+    await db.query('CHECKPOINT');
+    await db.query('SELECT pg_stat_statements_reset()');
+    const cpu0 = cpuSeconds(pid);
+    const t0 = performance.now();
+    let done = 0;
+    for (;;) {
+      const claimed = await jobClaim(db, { organizationId: organization.id, queueName: 'bench', workerId: 'w1', limit: BATCH, leaseSeconds: 300 });
+      if (claimed.length === 0) break;
+      const outcomes = await jobCompleteMany(db, organization.id, claimed.map((j) => ({ id: j.id, workerId: 'w1', leaseId: j.lease_id, result: null })));
+      if (outcomes.some((o) => !o.ok)) throw new Error('a completion was refused');
+      done += claimed.length;
+    }
+    const wall = (performance.now() - t0) / 1000;
+    const cpu = cpuSeconds(pid) - cpu0;
+    if (done !== jobs) throw new Error(`drained ${done} of ${jobs}`);
+    const stats = await db.query<{ query: string; calls: number; ms: number; hit: number; wal: number }>(`
+      SELECT query, calls, total_exec_time AS ms, shared_blks_hit AS hit, wal_bytes AS wal
+      FROM pg_stat_statements WHERE dbid = (SELECT oid FROM pg_database WHERE datname = current_database())
+        AND query NOT LIKE '%pg_stat_statements%' ORDER BY total_exec_time DESC`);
+    console.log(`round ${round}: ${jobs} jobs, ${(jobs / wall).toFixed(0)} jobs/s over one connection; backend CPU ${((cpu / jobs) * 1e6).toFixed(1)} µs/job`);
+    for (const s of stats.rows.slice(0, 4)) {
+      const name = s.query.replace(/\s+/g, ' ').slice(0, 60);
+      console.log(`  ${((s.ms / jobs) * 1000).toFixed(1).padStart(6)} µs/job exec  ${(Number(s.hit) / jobs).toFixed(1).padStart(5)} hits/job  ${(Number(s.wal) / jobs).toFixed(0).padStart(5)} WAL B/job  ${String(s.calls).padStart(5)} calls  ${name}`);
+    }
+  }
+  await db.end();
+} finally {
+  await scratch.stop();
+}

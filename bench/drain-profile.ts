@@ -12,6 +12,8 @@ const jobs = Number(process.argv[2] ?? 50_000);
 // PRELOAD=engine inserts through the engine instead of the HTTP API, so a
 // server profile (SERVER_NODE_ARGS=--cpu-prof) holds the drain alone.
 const preloadVia = process.env.PRELOAD === 'engine' ? 'engine' : 'api';
+// SCENARIO=enqueue measures S1 instead (single enqueues from 8 concurrent callers).
+const scenario = process.env.SCENARIO === 'enqueue' ? 'enqueue' : 'drain';
 const TICK = 100; // USER_HZ on Linux
 
 /** CPU seconds per process with its role, for the processes alive now. */
@@ -66,15 +68,15 @@ try {
   await sys.setup();
   for (let rep = 0; rep < 2; rep++) {
     await sys.reset();
-    await sys.preload(jobs, 1000, preloadVia);
+    if (scenario === 'drain') await sys.preload(jobs, 1000, preloadVia);
     const started = performance.now();
-    const { result: rate, cpu: used } = await cpuDuring(() => sys.drain(jobs, 1));
+    const { result: rate, cpu: used } = await cpuDuring(() => (scenario === 'drain' ? sys.drain(jobs, 1) : sys.enqueueSingle(jobs, 8)));
     const wall = (performance.now() - started) / 1000;
     const parts = ['postgres', 'server', 'worker', 'harness'].map((role) => {
       const cpu = used.get(role) ?? 0;
       return `${role} ${(cpu / (jobs / 1000)).toFixed(3)} s (${((cpu / wall) * 100).toFixed(0)}%)`;
     });
-    console.log(`drain ${jobs} jobs: ${Math.round(rate)} jobs/s, wall ${wall.toFixed(1)} s; CPU per 1,000 jobs: ${parts.join(', ')}`);
+    console.log(`${scenario} ${jobs} jobs: ${Math.round(rate)} jobs/s, wall ${wall.toFixed(1)} s; CPU per 1,000 jobs: ${parts.join(', ')}`);
   }
 } finally {
   await sys.teardown();

@@ -32,6 +32,8 @@ try {
   const db = createPool({ connectionString: url, max: 1 });
   await migrate(db);
   await db.query('CREATE EXTENSION pg_stat_statements');
+  // SQL_DRAIN_SETUP: statements to try on the schema (an index, a setting) before the rounds.
+  if (process.env.SQL_DRAIN_SETUP) await db.query(process.env.SQL_DRAIN_SETUP);
   const { organization } = await organizationCreate(db, { name: 'bench', slug: 'bench', planTier: 'unlimited', environment: 'development' });
   const [{ pid }] = (await db.query<{ pid: number }>('SELECT pg_backend_pid() AS pid')).rows;
   for (let round = 1; round <= repeats; round++) {
@@ -60,6 +62,8 @@ try {
       FROM pg_stat_statements WHERE dbid = (SELECT oid FROM pg_database WHERE datname = current_database())
         AND query NOT LIKE '%pg_stat_statements%' ORDER BY total_exec_time DESC`);
     console.log(`round ${round}: ${jobs} jobs, ${(jobs / wall).toFixed(0)} jobs/s over one connection; backend CPU ${((cpu / jobs) * 1e6).toFixed(1)} µs/job`);
+    const plans = await db.query<{ name: string; generic_plans: number; custom_plans: number }>('SELECT name, generic_plans, custom_plans FROM pg_prepared_statements ORDER BY name');
+    console.log('  plans: ' + plans.rows.map((p) => `${p.name} generic ${p.generic_plans} custom ${p.custom_plans}`).join('; '));
     for (const s of stats.rows.slice(0, 4)) {
       const name = s.query.replace(/\s+/g, ' ').slice(0, 60);
       console.log(`  ${((s.ms / jobs) * 1000).toFixed(1).padStart(6)} µs/job exec  ${(Number(s.hit) / jobs).toFixed(1).padStart(5)} hits/job  ${(Number(s.wal) / jobs).toFixed(0).padStart(5)} WAL B/job  ${String(s.calls).padStart(5)} calls  ${name}`);

@@ -62,7 +62,15 @@ describe('jobs CHECK constraints', () => {
     await refusedBy('jobs_status_check', { status: 'running' });
     await refusedBy('jobs_priority_check', { priority: 101 });
     await refusedBy('jobs_max_retries_check', { max_retries: -1 });
-    await refusedBy('jobs_queue_name_check', { queue_name: 'has space' });
+    await refusedBy('queue_name_format', { queue_name: 'has space' });
+  });
+
+  it('refuses an update that sets a malformed queue name (the rule is checked where the name is written)', async () => {
+    await insertRaw({ queue_name: 'raw-rename' });
+    await assert.rejects(
+      t.pool.query(`UPDATE spool.jobs SET queue_name = 'has space' WHERE queue_name = 'raw-rename'`),
+      (err: { code?: string; constraint?: string }) => err.code === '23514' && err.constraint === 'queue_name_format',
+    );
   });
 
   it('refuses an update that would leave a processing job without its lease', async () => {

@@ -33,7 +33,7 @@ function cpuByPid(): Map<string, { role: string; cpu: number }> {
     const role = Number(pid) === process.pid ? 'harness'
       : cmd.includes('postgres') && !cmd.includes('node') ? 'postgres'
       : cmd.includes('packages/server/src/main.ts') ? 'server'
-      : cmd.includes('spool-worker.ts') ? 'worker'
+      : /workers\/spool-[a-z-]*worker\.ts/.test(cmd) ? 'worker'
       : null;
     if (role) out.set(pid, { role, cpu: ticks / TICK });
   }
@@ -66,6 +66,8 @@ const scratch = await startScratchPostgres({ prefix: 'spool-drain-profile-', emb
 const sys = new SpoolSystem(await scratch.createDatabase('bench_spool'));
 try {
   await sys.setup();
+  // SETUP_SQL: statements to try on the schema first (an index, a constraint), for A/B runs.
+  if (process.env.SETUP_SQL) await sys.db.query(process.env.SETUP_SQL);
   for (let rep = 0; rep < 2; rep++) {
     await sys.reset();
     if (scenario === 'drain') await sys.preload(jobs, 1000, preloadVia);

@@ -35,7 +35,7 @@ try {
   // SQL_DRAIN_SETUP: statements to try on the schema (an index, a setting) before the rounds.
   if (process.env.SQL_DRAIN_SETUP) await db.query(process.env.SQL_DRAIN_SETUP);
   const { organization } = await organizationCreate(db, { name: 'bench', slug: 'bench', planTier: 'unlimited', environment: 'development' });
-  const [{ pid }] = (await db.query<{ pid: number }>('SELECT pg_backend_pid() AS pid')).rows;
+  const pid = (await db.query<{ pid: number }>('SELECT pg_backend_pid() AS pid')).rows[0]!.pid;
   for (let round = 1; round <= repeats; round++) {
     for (let offset = 0; offset < jobs; offset += 1000) {
       const n = Math.min(1000, jobs - offset);

@@ -30,7 +30,8 @@ export class WorkerGroup {
     const ready: Promise<void>[] = [];
     for (let i = 0; i < count; i++) {
       const child = fork(path, [], {
-        execArgv: ['--import', 'tsx'],
+        // WORKER_NODE_ARGS: extra node flags for the workers, e.g. --cpu-prof to profile them.
+        execArgv: ['--import', 'tsx', ...(process.env.WORKER_NODE_ARGS?.split(' ').filter(Boolean) ?? [])],
         env: { ...process.env, ...env, WORKER_INDEX: String(i) },
         stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
       });

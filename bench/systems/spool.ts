@@ -57,11 +57,16 @@ export class SpoolSystem implements BenchSystem {
     this.name = transport === 'grpc' ? 'spool-grpc' : 'spool';
     this.configuration = transport === 'grpc'
       ? 'server process (default pool 20) + worker processes over gRPC: 4 StreamJobs streams each (server claims up to 16 per round), unary Complete per job; S1 by unary Enqueue, bulk loads over HTTP'
-      : 'server process (default pool 20, AUTH_CACHE_MS=2000) + worker processes over HTTP: 4 claim loops each, claim limit 100 with wait_ms 1000, batch complete';
+      : process.env.SPOOL_BENCH_WORKER === 'minimal'
+        ? 'server process (default pool 20, AUTH_CACHE_MS=2000) + minimal worker processes over HTTP (bench/workers/spool-worker.ts): 4 claim loops each, claim limit 100 with wait_ms 1000, batch complete'
+        : 'server process (default pool 20, AUTH_CACHE_MS=2000) + SDK Worker processes over HTTP (@spool/sdk, bench/workers/spool-sdk-worker.ts): concurrency 400, maxBatch 100 (4 claims and 4 batch reports in flight), wait_ms 1000; S4: concurrency 20, maxBatch 10, wait_ms 5000';
   }
 
   get #workerScript(): string {
-    return this.#transport === 'grpc' ? 'spool-grpc-worker.ts' : 'spool-worker.ts';
+    if (this.#transport === 'grpc') return 'spool-grpc-worker.ts';
+    // The SDK's Worker, as users run it; SPOOL_BENCH_WORKER=minimal runs the
+    // bare protocol loop instead (what a worker in any language could do).
+    return process.env.SPOOL_BENCH_WORKER === 'minimal' ? 'spool-worker.ts' : 'spool-sdk-worker.ts';
   }
 
   get #workerEnv(): Record<string, string> {
@@ -195,7 +200,7 @@ export class SpoolSystem implements BenchSystem {
 
   async latency(rate: number, seconds: number): Promise<number[]> {
     await this.#checkWorkerApi();
-    const group = await WorkerGroup.start(this.#workerScript, 1, { ...this.#workerEnv, LOOPS: '2', BATCH: '10', WAIT_MS: '5000' });
+    const group = await WorkerGroup.start(this.#workerScript, 1, { ...this.#workerEnv, LOOPS: '2', CONCURRENCY: '20', BATCH: '10', WAIT_MS: '5000' });
     try {
       await group.goAndWaitStarted();
       await paced(rate, seconds, () => this.#enqueueOne({ t: nowMs() }));

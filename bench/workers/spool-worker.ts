@@ -1,5 +1,6 @@
 /**
- * A minimal Spool worker over HTTP (stand-in until packages/sdk lands): a few
+ * A minimal Spool worker over HTTP (SPOOL_BENCH_WORKER=minimal; the bench's
+ * default is the SDK's Worker, spool-sdk-worker.ts): the bare protocol, a few
  * concurrent loops, each claiming up to BATCH jobs with a long poll (wait_ms)
  * and completing them in one batch request (extension), falling back to one
  * contract complete call per job when the batch endpoint is missing.

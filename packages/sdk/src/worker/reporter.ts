@@ -1,8 +1,8 @@
 /**
- * Reports outcomes (complete/fail) in batches. While one request of a kind is
- * in flight the next outcomes queue up and go together when it returns
- * (group commit): one job alone is reported at once, a busy worker sends
- * big batches. Servers without the batch endpoints (404/405) get one
+ * Reports outcomes (complete/fail) in batches. While `maxInFlight` requests
+ * of a kind are in flight (one by default) the next outcomes queue up and go
+ * together when one returns (group commit): one job alone is reported at
+ * once, a busy worker sends big batches. Servers without the batch endpoints (404/405) get one
  * request per job from then on.
  */
 import { SpoolApiError, SpoolNetworkError, SpoolTimeoutError } from '../errors.js';
@@ -33,6 +33,8 @@ export interface ReporterOptions {
   /** Linger this long before sending, to grow batches. Default 0 (send on the next turn). */
   flushIntervalMs: number;
   maxBatch: number;
+  /** Requests of one kind in flight at once. Default 1. */
+  maxInFlight?: number;
   /** Attempts for a batch that got no answer or a 5xx. */
   attempts: number;
   /**
@@ -43,12 +45,14 @@ export interface ReporterOptions {
    */
   retryForMs?: number;
   onReported(outcome: Outcome, answer: BatchItemResult): void;
+  /** A request ended (answered or given up on): `pending` went down. */
+  onSettled?(): void;
 }
 
 interface Lane {
   kind: Outcome['kind'];
   queue: Outcome[];
-  inFlight: Promise<void> | null;
+  inFlight: Set<Promise<void>>;
   /** Cancels the pending delayed send, if any. */
   cancelTimer: (() => void) | null;
   batchSupported: boolean;
@@ -67,13 +71,20 @@ export class Reporter {
   readonly #jobs: ReporterJobs;
   readonly #options: ReporterOptions;
   readonly #lanes: Record<Outcome['kind'], Lane> = {
-    complete: { kind: 'complete', queue: [], inFlight: null, cancelTimer: null, batchSupported: true },
-    fail: { kind: 'fail', queue: [], inFlight: null, cancelTimer: null, batchSupported: true },
+    complete: { kind: 'complete', queue: [], inFlight: new Set(), cancelTimer: null, batchSupported: true },
+    fail: { kind: 'fail', queue: [], inFlight: new Set(), cancelTimer: null, batchSupported: true },
   };
 
   constructor(jobs: ReporterJobs, options: ReporterOptions) {
     this.#jobs = jobs;
     this.#options = options;
+  }
+
+  #sending = 0;
+
+  /** Outcomes not yet reported: queued or in a request that has not answered. */
+  get pending(): number {
+    return this.#lanes.complete.queue.length + this.#lanes.fail.queue.length + this.#sending;
   }
 
   /** Queues an outcome for reporting. */
@@ -87,21 +98,25 @@ export class Reporter {
   async drain(): Promise<void> {
     for (;;) {
       const lanes = Object.values(this.#lanes);
-      const busy = lanes.filter((lane) => lane.inFlight || lane.queue.length > 0);
+      const busy = lanes.filter((lane) => lane.inFlight.size > 0 || lane.queue.length > 0);
       if (busy.length === 0) return;
-      for (const lane of busy) if (!lane.inFlight) this.#send(lane);
-      await Promise.all(busy.map((lane) => lane.inFlight));
+      for (const lane of busy) while (lane.queue.length > 0 && this.#hasRoom(lane)) this.#send(lane);
+      await Promise.all(busy.flatMap((lane) => [...lane.inFlight]));
     }
   }
 
+  #hasRoom(lane: Lane): boolean {
+    return lane.inFlight.size < (this.#options.maxInFlight ?? 1);
+  }
+
   #schedule(lane: Lane): void {
-    if (lane.inFlight) return; // picked up when the current request returns
-    if (lane.queue.length >= this.#options.maxBatch) return this.#send(lane);
-    if (lane.cancelTimer) return;
+    while (this.#hasRoom(lane) && lane.queue.length >= this.#options.maxBatch) this.#send(lane);
+    // Without room, picked up when a request returns.
+    if (!this.#hasRoom(lane) || lane.queue.length === 0 || lane.cancelTimer) return;
     const delay = this.#options.flushIntervalMs;
     const fire = () => {
       lane.cancelTimer = null;
-      if (!lane.inFlight && lane.queue.length > 0) this.#send(lane);
+      if (this.#hasRoom(lane) && lane.queue.length > 0) this.#send(lane);
     };
     if (delay > 0) {
       const timer = setTimeout(fire, delay);
@@ -117,10 +132,14 @@ export class Reporter {
     lane.cancelTimer?.();
     lane.cancelTimer = null;
     const batch = lane.queue.splice(0, this.#options.maxBatch);
-    lane.inFlight = this.#deliver(lane, batch).finally(() => {
-      lane.inFlight = null;
+    this.#sending += batch.length;
+    const request: Promise<void> = this.#deliver(lane, batch).finally(() => {
+      this.#sending -= batch.length;
+      lane.inFlight.delete(request);
+      this.#options.onSettled?.();
       if (lane.queue.length > 0) this.#schedule(lane);
     });
+    lane.inFlight.add(request);
   }
 
   async #deliver(lane: Lane, batch: Outcome[]): Promise<void> {

@@ -44,7 +44,10 @@ export class RunningJob {
   readonly job: ClaimedJob;
   readonly startedAt = Date.now();
   readonly #options: RunningJobOptions;
-  readonly #controller = new AbortController();
+  // Made when the handler first reads ctx.signal: most handlers never do, and
+  // an AbortController per job was a measurable share of a worker's CPU.
+  #controller: AbortController | null = null;
+  #abortReason: { reason: unknown } | null = null;
   #ended = false;
   #heartbeatTimer: NodeJS.Timeout | null = null;
   #timeoutTimer: NodeJS.Timeout | null = null;
@@ -68,9 +71,12 @@ export class RunningJob {
         this.#end({ kind: 'fail', error: reason, retryable: true }, reason);
       }, timeoutSeconds * 1000);
     }
+    const running = this;
     const ctx: JobContext = {
       leaseId: this.job.leaseId ?? null,
-      signal: this.#controller.signal,
+      get signal() {
+        return running.#signal();
+      },
       workerId: this.#options.workerId,
       attempt: (this.job.retryCount ?? 0) + 1,
       heartbeat: () => this.#beat(true),
@@ -99,8 +105,19 @@ export class RunningJob {
     this.#ended = true;
     if (this.#heartbeatTimer) clearInterval(this.#heartbeatTimer);
     if (this.#timeoutTimer) clearTimeout(this.#timeoutTimer);
-    if (abortReason !== undefined) this.#controller.abort(abortReason);
+    if (abortReason !== undefined) {
+      this.#abortReason = { reason: abortReason };
+      this.#controller?.abort(abortReason);
+    }
     this.#options.onEnd(this, ending);
+  }
+
+  #signal(): AbortSignal {
+    if (!this.#controller) {
+      this.#controller = new AbortController();
+      if (this.#abortReason) this.#controller.abort(this.#abortReason.reason);
+    }
+    return this.#controller.signal;
   }
 
   async #beat(fromHandler = false): Promise<void> {

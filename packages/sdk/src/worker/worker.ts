@@ -88,6 +88,7 @@ const SDK_VERSION = '0.1.0';
 const MAX_ERROR_BACKOFF_MS = 30_000;
 const EARLY_CANCEL_TTL_MS = 60_000;
 const EARLY_CANCEL_MAX = 1_000;
+const MAX_CLAIMS_IN_FLIGHT = 4;
 
 function cleanHostname(name: string): string {
   return name.replace(/[^A-Za-z0-9._-]/g, '-').slice(0, 255) || 'unknown';
@@ -106,6 +107,12 @@ export class Worker<P = unknown, R = unknown> extends EventEmitter<WorkerEvents<
   readonly #released: ClaimedJob[] = [];
   #slotWaiters: (() => void)[] = [];
   #loop: Promise<void> | null = null;
+  get #claimers(): number {
+    return clamp(Math.ceil(this.#options.concurrency / this.#options.maxBatch), 1, MAX_CLAIMS_IN_FLIGHT);
+  }
+
+  /** Slots promised to claims in flight: a claim asks only for what is free beyond them. */
+  #reserved = 0;
   readonly #claimAbort = new AbortController();
   #workerHeartbeat: NodeJS.Timeout | null = null;
   #starting: Promise<void> | null = null;
@@ -187,9 +194,12 @@ export class Worker<P = unknown, R = unknown> extends EventEmitter<WorkerEvents<
       workerId: registration.id,
       flushIntervalMs: this.#options.flushIntervalMs,
       maxBatch: this.#options.maxBatch,
+      // As many report requests in flight as claims (see #claimLoop's claimers).
+      maxInFlight: this.#claimers,
       attempts: 4,
       retryForMs: this.#options.leaseSeconds * 1000,
       onReported: (outcome, answer) => this.#onReported(outcome, answer),
+      onSettled: () => this.#wakeSlotWaiters(),
     });
     const heartbeatSecs = registration.heartbeatIntervalSecs > 0 ? registration.heartbeatIntervalSecs : 10;
     this.#workerHeartbeat = setInterval(() => void this.#sendWorkerHeartbeat('healthy'), heartbeatSecs * 1000);
@@ -203,7 +213,11 @@ export class Worker<P = unknown, R = unknown> extends EventEmitter<WorkerEvents<
       });
       this.#cancelListener.start();
     }
-    this.#loop = this.#claimLoop();
+    // One claim in flight per batch the worker has room for (up to four):
+    // a worker with room for several batches keeps that many claims going,
+    // so the server and the database work on one while the answer of
+    // another travels; a worker with room for one batch claims as before.
+    this.#loop = Promise.all(Array.from({ length: this.#claimers }, () => this.#claimLoop())).then(() => {});
   }
 
   /** A `job.cancel_requested` event: every worker of the queue hears it; the one running the job stops it. */
@@ -283,6 +297,12 @@ export class Worker<P = unknown, R = unknown> extends EventEmitter<WorkerEvents<
     while (this.#running.size > 0) await this.#nextSlot();
   }
 
+  #wakeSlotWaiters(): void {
+    const waiters = this.#slotWaiters;
+    this.#slotWaiters = [];
+    for (const wake of waiters) wake();
+  }
+
   #nextSlot(): Promise<void> {
     return new Promise((resolve) => this.#slotWaiters.push(resolve));
   }
@@ -290,19 +310,26 @@ export class Worker<P = unknown, R = unknown> extends EventEmitter<WorkerEvents<
   async #claimLoop(): Promise<void> {
     let errorDelay = this.#options.pollIntervalMs;
     while (this.#state === 'running') {
-      const free = this.#options.concurrency - this.#running.size;
+      // A job whose outcome is still unreported holds its lease too: beyond
+      // one batch per report request in flight, they count against
+      // concurrency, so claims cannot run ahead of reports (the server would
+      // hold ever more processing jobs).
+      const unreported = Math.max(0, (this.#reporter?.pending ?? 0) - this.#options.maxBatch * this.#claimers);
+      const free = this.#options.concurrency - this.#running.size - this.#reserved - unreported;
       if (free <= 0) {
         await this.#nextSlot();
         continue;
       }
       const began = Date.now();
+      const limit = Math.min(free, this.#options.maxBatch);
       let jobs: ClaimedJob[];
+      this.#reserved += limit;
       try {
         jobs = await this.#client.jobs.claim(
           {
             queueName: this.queue,
             workerId: this.#workerId!,
-            limit: Math.min(free, this.#options.maxBatch),
+            limit,
             leaseDurationSecs: this.#options.leaseSeconds,
             waitMs: this.#options.waitMs,
           },
@@ -315,6 +342,10 @@ export class Worker<P = unknown, R = unknown> extends EventEmitter<WorkerEvents<
         await sleep(errorDelay, this.#claimAbort.signal).catch(() => {});
         errorDelay = Math.min(errorDelay * 2, MAX_ERROR_BACKOFF_MS);
         continue;
+      } finally {
+        this.#reserved -= limit;
+        // Slots promised to this claim and not filled are free again.
+        if (limit > 0) this.#wakeSlotWaiters();
       }
       // Jobs claimed after stop() began are not started; deregistration hands them back.
       if (this.#state !== 'running') break;
@@ -344,9 +375,7 @@ export class Worker<P = unknown, R = unknown> extends EventEmitter<WorkerEvents<
   #onEnd(running: RunningJob, ending: Ending): void {
     const { job } = running;
     this.#running.delete(job.id);
-    const waiters = this.#slotWaiters;
-    this.#slotWaiters = [];
-    for (const wake of waiters) wake();
+    this.#wakeSlotWaiters();
     switch (ending.kind) {
       case 'complete':
         this.#reporter!.add({ kind: 'complete', job, result: ending.result });

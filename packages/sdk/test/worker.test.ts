@@ -124,6 +124,49 @@ test('outcomes settling together share one batch request', async () => {
   assert.equal(server.calls(/^\/api\/v1\/jobs\/[^/]+\/complete$/).filter((c) => ids.some((id) => c.path.includes(id))).length, 0);
 });
 
+test('with room for several batches, claims run in parallel and never take more than the room', async () => {
+  for (let i = 0; i < 400; i++) server.addJob('parallel', { i });
+  const worker = makeWorker('parallel', { concurrency: 250, maxBatch: 100 });
+  let most = 0;
+  let done = 0;
+  worker.on('started', () => (most = Math.max(most, worker.runningCount)));
+  worker.on('completed', () => (done += 1));
+  let release!: () => void;
+  const gate = new Promise<void>((resolve) => (release = resolve));
+  worker.handle(async () => {
+    await gate;
+    return null;
+  });
+  await worker.start();
+  await waitFor('the room filled', () => worker.runningCount === 250);
+  const claims = server.calls('/api/v1/jobs/claim').filter((c) => (c.body as { worker_id: string }).worker_id === worker.workerId);
+  assert.ok(claims.length >= 3, `three claimers, ${claims.length} claims`);
+  assert.ok(claims.every((c) => (c.body as { limit: number }).limit <= 100));
+  release();
+  await waitFor('all completed', () => done === 400);
+  assert.ok(most <= 250, `at most 250 running at once, saw ${most}`);
+  await worker.stop();
+});
+
+test('outcomes the server has not taken yet hold their slots: claims wait instead of running ahead', async () => {
+  for (let i = 0; i < 100; i++) server.addJob('held', { i });
+  // Reports fail for a while (retried): the jobs stay claimed on the server.
+  server.inject('POST', '/api/v1/jobs/complete', ...Array.from({ length: 6 }, () => ({ status: 503, body: { error: 'unavailable' } })));
+  const worker = makeWorker('held', { concurrency: 10, maxBatch: 5 });
+  let started = 0;
+  let done = 0;
+  worker.on('started', () => (started += 1));
+  worker.on('completed', () => (done += 1));
+  worker.handle(async () => null);
+  await worker.start();
+  await waitFor('the first reports to fail', () => server.calls('/api/v1/jobs/complete').length >= 2);
+  await new Promise((resolve) => setTimeout(resolve, 300));
+  // 10 running at most, plus one batch of 5 per report in flight (2 claimers, so 2 reports).
+  assert.ok(started <= 20, `claims ran ahead of failing reports: ${started} jobs taken`);
+  await waitFor('all completed', () => done === 100, 20_000);
+  await worker.stop();
+});
+
 test('servers without batch endpoints get one request per job', async () => {
   server.batch = false;
   try {

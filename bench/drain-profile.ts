@@ -12,8 +12,9 @@ const jobs = Number(process.argv[2] ?? 50_000);
 // PRELOAD=engine inserts through the engine instead of the HTTP API, so a
 // server profile (SERVER_NODE_ARGS=--cpu-prof) holds the drain alone.
 const preloadVia = process.env.PRELOAD === 'engine' ? 'engine' : 'api';
-// SCENARIO=enqueue measures S1 instead (single enqueues from 8 concurrent callers).
-const scenario = process.env.SCENARIO === 'enqueue' ? 'enqueue' : 'drain';
+// SCENARIO=enqueue measures S1 instead (single enqueues from 8 concurrent
+// callers), SCENARIO=bulk S2 (bulk enqueues in batches of 1,000).
+const scenario = process.env.SCENARIO === 'enqueue' || process.env.SCENARIO === 'bulk' ? process.env.SCENARIO : 'drain';
 const TICK = 100; // USER_HZ on Linux
 
 /** CPU seconds per process with its role, for the processes alive now. */
@@ -72,7 +73,7 @@ try {
     await sys.reset();
     if (scenario === 'drain') await sys.preload(jobs, 1000, preloadVia);
     const started = performance.now();
-    const { result: rate, cpu: used } = await cpuDuring(() => (scenario === 'drain' ? sys.drain(jobs, 1) : sys.enqueueSingle(jobs, 8)));
+    const { result: rate, cpu: used } = await cpuDuring(() => (scenario === 'drain' ? sys.drain(jobs, 1) : scenario === 'bulk' ? sys.enqueueBulk(jobs, 1000) : sys.enqueueSingle(jobs, 8)));
     const wall = (performance.now() - started) / 1000;
     const parts = ['postgres', 'server', 'worker', 'harness'].map((role) => {
       const cpu = used.get(role) ?? 0;

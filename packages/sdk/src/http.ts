@@ -13,6 +13,7 @@
  */
 import { fromWire, toWire } from './case.js';
 import { errorFromBody, SpoolNetworkError, SpoolTimeoutError } from './errors.js';
+import { nodeRequest, type WireResponse } from './node-request.js';
 
 export type HttpMethod = 'GET' | 'POST' | 'PUT' | 'PATCH' | 'DELETE';
 
@@ -40,7 +41,11 @@ export interface TransportOptions {
   retry?: RetryOptions | false;
   /** Extra headers on every request. */
   headers?: Record<string, string>;
-  /** A fetch implementation (e.g. undici's); default the global one. */
+  /**
+   * A fetch implementation (e.g. undici's). Default: JSON calls go through
+   * Node's http client with keep-alive (cheaper per request), streams
+   * through the global fetch.
+   */
   fetch?: typeof fetch;
 }
 
@@ -113,6 +118,7 @@ export class Transport {
   readonly #retry: Required<RetryOptions>;
   readonly #headers: Record<string, string>;
   readonly #fetch: typeof fetch;
+  readonly #customFetch: boolean;
 
   constructor(options: TransportOptions = {}) {
     this.baseUrl = (options.baseUrl ?? 'http://localhost:8080').replace(/\/+$/, '');
@@ -128,6 +134,7 @@ export class Transport {
     };
     this.#headers = options.headers ?? {};
     this.#fetch = options.fetch ?? globalThis.fetch;
+    this.#customFetch = options.fetch !== undefined;
   }
 
   /** Sends the request (with retries) and returns the camelCased body, or `undefined` for an empty one. */
@@ -135,7 +142,7 @@ export class Transport {
     const idempotent = spec.idempotent ?? (spec.method !== 'POST' && spec.method !== 'PATCH');
     for (let attempt = 0; ; attempt++) {
       const canRetry = attempt < this.#retry.maxRetries;
-      let response: Response;
+      let response: WireResponse;
       let body: unknown;
       try {
         ({ response, body } = await this.#once(spec));
@@ -232,7 +239,7 @@ export class Transport {
     return headers;
   }
 
-  async #once(spec: RequestSpec): Promise<{ response: Response; body: unknown }> {
+  async #once(spec: RequestSpec): Promise<{ response: WireResponse; body: unknown }> {
     const url = this.#url(spec.path, spec.query);
     // Bodyless POST/PUT/PATCH send `{}`: equal to an empty body for a compliant server, and safe for strict ones.
     const hasBody = spec.body !== undefined || (spec.method !== 'GET' && spec.method !== 'DELETE');
@@ -240,13 +247,21 @@ export class Transport {
     const timeout = AbortSignal.timeout(timeoutMs);
     const signal = spec.signal ? AbortSignal.any([spec.signal, timeout]) : timeout;
     try {
-      const response = await this.#fetch(url, {
+      const init = {
         method: spec.method,
         headers: this.#requestHeaders(spec, hasBody),
         body: hasBody ? JSON.stringify(toWire(spec.body ?? {})) : undefined,
         signal,
-      });
-      const text = await response.text();
+      };
+      let response: WireResponse;
+      let text: string;
+      if (this.#customFetch) {
+        const fetched = await this.#fetch(url, init);
+        response = fetched;
+        text = await fetched.text();
+      } else {
+        ({ response, text } = await nodeRequest(url, init));
+      }
       const isJson = (response.headers.get('content-type') ?? '').includes('application/json');
       let body: unknown = text;
       if (isJson) body = text === '' ? undefined : JSON.parse(text);

@@ -169,6 +169,31 @@ test('timeouts and caller aborts', async () => {
   }
 });
 
+test('JSON calls share one keep-alive connection, and a UTF-8 body survives chunking', async () => {
+  let connections = 0;
+  const big = 'ü'.repeat(100_000); // two bytes each: split across chunks mid-character unless decoded as a stream
+  const raw = createServer((req, res) => {
+    req.resume();
+    req.on('end', () => {
+      res.setHeader('content-type', 'application/json');
+      res.end(JSON.stringify({ id: 'j1', queue_name: 'q', status: 'pending', payload: { text: big } }));
+    });
+  });
+  raw.on('connection', () => (connections += 1));
+  await new Promise<void>((resolve) => raw.listen(0, '127.0.0.1', resolve));
+  try {
+    const direct = new SpoolClient({ baseUrl: `http://127.0.0.1:${(raw.address() as AddressInfo).port}`, apiKey: 'sk_test' });
+    for (let i = 0; i < 5; i++) {
+      const job = await direct.jobs.get('j1');
+      assert.equal((job.payload as { text: string }).text, big);
+    }
+    assert.equal(connections, 1);
+  } finally {
+    raw.closeAllConnections();
+    await new Promise((resolve) => raw.close(resolve));
+  }
+});
+
 test('every resource maps to the contract path', async () => {
   const seen: string[] = [];
   const echo = createServer((req, res) => {

@@ -42,6 +42,17 @@ function makeWorker<P = unknown>(queue: string, options: Partial<WorkerOptions> 
   return worker;
 }
 
+/** Makes every job of `worker` wait in its handler until the returned function is called. */
+function holdJobs(worker: Worker<any>): () => void {
+  let release!: () => void;
+  const gate = new Promise<void>((resolve) => (release = resolve));
+  worker.handle(async () => {
+    await gate;
+    return null;
+  });
+  return release;
+}
+
 test('registers, claims with the long poll, heartbeats, passes the lease id and completes', async () => {
   const job = server.addJob('flow', { n: 1 });
   const worker = makeWorker('flow', { concurrency: 3, leaseSeconds: 5, heartbeatFraction: 0.05, hostname: 'test host!' });
@@ -106,12 +117,7 @@ test('outcomes settling together share one batch request', async () => {
   const worker = makeWorker('batch', { concurrency: 20 });
   let done = 0;
   worker.on('completed', () => (done += 1));
-  let release!: () => void;
-  const gate = new Promise<void>((resolve) => (release = resolve));
-  worker.handle(async () => {
-    await gate;
-    return null;
-  });
+  const release = holdJobs(worker);
   await worker.start();
   await waitFor('all running', () => worker.runningCount === 20);
   release();
@@ -131,12 +137,7 @@ test('with room for several batches, claims run in parallel and never take more 
   let done = 0;
   worker.on('started', () => (most = Math.max(most, worker.runningCount)));
   worker.on('completed', () => (done += 1));
-  let release!: () => void;
-  const gate = new Promise<void>((resolve) => (release = resolve));
-  worker.handle(async () => {
-    await gate;
-    return null;
-  });
+  const release = holdJobs(worker);
   await worker.start();
   await waitFor('the room filled', () => worker.runningCount === 250);
   const claims = server.calls('/api/v1/jobs/claim').filter((c) => (c.body as { worker_id: string }).worker_id === worker.workerId);

@@ -6,6 +6,7 @@
  */
 import { readdirSync, readFileSync } from 'node:fs';
 import { startScratchPostgres } from '../test-support/scratch-postgres.js';
+import { processCpuSeconds } from './lib/proc-cpu.js';
 import { SpoolSystem } from './systems/spool.js';
 
 const jobs = Number(process.argv[2] ?? 50_000);
@@ -15,28 +16,25 @@ const preloadVia = process.env.PRELOAD === 'engine' ? 'engine' : 'api';
 // SCENARIO=enqueue measures S1 instead (single enqueues from 8 concurrent
 // callers), SCENARIO=bulk S2 (bulk enqueues in batches of 1,000).
 const scenario = process.env.SCENARIO === 'enqueue' || process.env.SCENARIO === 'bulk' ? process.env.SCENARIO : 'drain';
-const TICK = 100; // USER_HZ on Linux
 
 /** CPU seconds per process with its role, for the processes alive now. */
 function cpuByPid(): Map<string, { role: string; cpu: number }> {
   const out = new Map<string, { role: string; cpu: number }>();
   for (const pid of readdirSync('/proc').filter((d) => /^\d+$/.test(d))) {
     let cmd: string;
-    let stat: string;
+    let cpu: number;
     try {
       cmd = readFileSync(`/proc/${pid}/cmdline`, 'utf8').replaceAll('\0', ' ');
-      stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+      cpu = processCpuSeconds(pid);
     } catch {
       continue;
     }
-    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-    const ticks = Number(fields[11]) + Number(fields[12]);
     const role = Number(pid) === process.pid ? 'harness'
       : cmd.includes('postgres') && !cmd.includes('node') ? 'postgres'
       : cmd.includes('packages/server/src/main.ts') ? 'server'
       : /workers\/spool-[a-z-]*worker\.ts/.test(cmd) ? 'worker'
       : null;
-    if (role) out.set(pid, { role, cpu: ticks / TICK });
+    if (role) out.set(pid, { role, cpu });
   }
   return out;
 }

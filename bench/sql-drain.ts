@@ -7,21 +7,13 @@
  * (pg_stat_statements). The server and the workers are out of the picture,
  * so a change to the claim or complete SQL shows here undiluted.
  */
-import { readFileSync } from 'node:fs';
 import { jobClaim, jobCompleteMany, jobInsertMany, migrate, organizationCreate, createPool } from '@spool/engine';
 import { startScratchPostgres } from '../test-support/scratch-postgres.js';
+import { processCpuSeconds } from './lib/proc-cpu.js';
 
 const jobs = Number(process.argv[2] ?? 50_000);
 const repeats = Number(process.argv[3] ?? 3);
 const BATCH = 100;
-const TICK = 100; // USER_HZ on Linux
-
-function cpuSeconds(pid: number): number {
-  const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
-  const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-  return (Number(fields[11]) + Number(fields[12])) / TICK;
-}
-
 const scratch = await startScratchPostgres({
   prefix: 'spool-sql-drain-',
   embeddedOnly: true,
@@ -44,7 +36,7 @@ try {
     await db.query('VACUUM ANALYZE spool.jobs');
     await db.query('CHECKPOINT');
     await db.query('SELECT pg_stat_statements_reset()');
-    const cpu0 = cpuSeconds(pid);
+    const cpu0 = processCpuSeconds(pid);
     const t0 = performance.now();
     let done = 0;
     for (;;) {
@@ -55,7 +47,7 @@ try {
       done += claimed.length;
     }
     const wall = (performance.now() - t0) / 1000;
-    const cpu = cpuSeconds(pid) - cpu0;
+    const cpu = processCpuSeconds(pid) - cpu0;
     if (done !== jobs) throw new Error(`drained ${done} of ${jobs}`);
     const stats = await db.query<{ query: string; calls: number; ms: number; hit: number; wal: number }>(`
       SELECT query, calls, total_exec_time AS ms, shared_blks_hit AS hit, wal_bytes AS wal

@@ -20,12 +20,8 @@ target AS (
   JOIN input i ON i.id = j.id
   LEFT JOIN spool.queue_config qc ON qc.organization_id = j.organization_id AND qc.queue_name = j.queue_name
   WHERE j.organization_id = $1
-    -- "processing", spelled as the lease it implies (jobs_lease_iff_processing):
-    -- spelled as the status, it let the planner read every processing row of
-    -- the organization through jobs_worker_idx and hash-join them, which a
-    -- generic plan made while few jobs were processing kept doing when
-    -- thousands were (each batch then read all of them). The lease keeps the
-    -- lookup to one jobs_pkey probe per item.
+    -- "processing", spelled as the lease it implies: one jobs_pkey probe per
+    -- item whatever the statistics (see job-complete-many.sql's target).
     AND j.lease_id IS NOT NULL
     AND j.assigned_worker_id = i.worker_id
     AND (i.lease_id IS NULL OR j.lease_id = i.lease_id)

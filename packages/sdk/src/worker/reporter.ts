@@ -2,8 +2,8 @@
  * Reports outcomes (complete/fail) in batches. While `maxInFlight` requests
  * of a kind are in flight (one by default) the next outcomes queue up and go
  * together when one returns (group commit): one job alone is reported at
- * once, a busy worker sends big batches. Servers without the batch endpoints (404/405) get one
- * request per job from then on.
+ * once, a busy worker sends big batches. Servers without the batch
+ * endpoints (404/405) get one request per job from then on.
  */
 import { SpoolApiError, SpoolNetworkError, SpoolTimeoutError } from '../errors.js';
 import { sleep } from '../http.js';
@@ -80,6 +80,7 @@ export class Reporter {
     this.#options = options;
   }
 
+  /** Outcomes in requests that have not answered yet. */
   #sending = 0;
 
   /** Outcomes not yet reported: queued or in a request that has not answered. */

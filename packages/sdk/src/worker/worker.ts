@@ -107,12 +107,10 @@ export class Worker<P = unknown, R = unknown> extends EventEmitter<WorkerEvents<
   readonly #released: ClaimedJob[] = [];
   #slotWaiters: (() => void)[] = [];
   #loop: Promise<void> | null = null;
-  get #claimers(): number {
-    return clamp(Math.ceil(this.#options.concurrency / this.#options.maxBatch), 1, MAX_CLAIMS_IN_FLIGHT);
-  }
-
   /** Slots promised to claims in flight: a claim asks only for what is free beyond them. */
   #reserved = 0;
+  /** Claims (and report requests) in flight at once: one per batch of room, up to four. */
+  readonly #claimsInFlight: number;
   readonly #claimAbort = new AbortController();
   #workerHeartbeat: NodeJS.Timeout | null = null;
   #starting: Promise<void> | null = null;
@@ -143,6 +141,7 @@ export class Worker<P = unknown, R = unknown> extends EventEmitter<WorkerEvents<
       stackFrames: options.stackFrames ?? 10,
       cancelStream: options.cancelStream ?? true,
     };
+    this.#claimsInFlight = clamp(Math.ceil(this.#options.concurrency / this.#options.maxBatch), 1, MAX_CLAIMS_IN_FLIGHT);
   }
 
   /** The server's id for this worker, once started. */
@@ -194,8 +193,8 @@ export class Worker<P = unknown, R = unknown> extends EventEmitter<WorkerEvents<
       workerId: registration.id,
       flushIntervalMs: this.#options.flushIntervalMs,
       maxBatch: this.#options.maxBatch,
-      // As many report requests in flight as claims (see #claimLoop's claimers).
-      maxInFlight: this.#claimers,
+      // As many report requests in flight as claims.
+      maxInFlight: this.#claimsInFlight,
       attempts: 4,
       retryForMs: this.#options.leaseSeconds * 1000,
       onReported: (outcome, answer) => this.#onReported(outcome, answer),
@@ -217,7 +216,7 @@ export class Worker<P = unknown, R = unknown> extends EventEmitter<WorkerEvents<
     // a worker with room for several batches keeps that many claims going,
     // so the server and the database work on one while the answer of
     // another travels; a worker with room for one batch claims as before.
-    this.#loop = Promise.all(Array.from({ length: this.#claimers }, () => this.#claimLoop())).then(() => {});
+    this.#loop = Promise.all(Array.from({ length: this.#claimsInFlight }, () => this.#claimLoop())).then(() => {});
   }
 
   /** A `job.cancel_requested` event: every worker of the queue hears it; the one running the job stops it. */
@@ -314,7 +313,7 @@ export class Worker<P = unknown, R = unknown> extends EventEmitter<WorkerEvents<
       // one batch per report request in flight, they count against
       // concurrency, so claims cannot run ahead of reports (the server would
       // hold ever more processing jobs).
-      const unreported = Math.max(0, (this.#reporter?.pending ?? 0) - this.#options.maxBatch * this.#claimers);
+      const unreported = Math.max(0, (this.#reporter?.pending ?? 0) - this.#options.maxBatch * this.#claimsInFlight);
       const free = this.#options.concurrency - this.#running.size - this.#reserved - unreported;
       if (free <= 0) {
         await this.#nextSlot();

@@ -5,6 +5,7 @@
  * On two shared cores this split, not wall time, says which side to make cheaper.
  */
 import { readdirSync, readFileSync } from 'node:fs';
+import type pg from 'pg';
 import { startScratchPostgres } from '../test-support/scratch-postgres.js';
 import { processCpuSeconds } from './lib/proc-cpu.js';
 import { SpoolSystem } from './systems/spool.js';
@@ -14,8 +15,9 @@ const jobs = Number(process.argv[2] ?? 50_000);
 // server profile (SERVER_NODE_ARGS=--cpu-prof) holds the drain alone.
 const preloadVia = process.env.PRELOAD === 'engine' ? 'engine' : 'api';
 // SCENARIO=enqueue measures S1 instead (single enqueues from 8 concurrent
-// callers), SCENARIO=bulk S2 (bulk enqueues in batches of 1,000).
-const scenario = process.env.SCENARIO === 'enqueue' || process.env.SCENARIO === 'bulk' ? process.env.SCENARIO : 'drain';
+// callers), SCENARIO=bulk S2 (bulk enqueues in batches of 1,000), SCENARIO=held
+// S7 (the drain while another session keeps a transaction open).
+const scenario = ['enqueue', 'bulk', 'held'].includes(process.env.SCENARIO ?? '') ? process.env.SCENARIO! : 'drain';
 
 /** CPU seconds per process with its role, for the processes alive now. */
 function cpuByPid(): Map<string, { role: string; cpu: number }> {
@@ -61,6 +63,14 @@ async function cpuDuring<T>(run: () => Promise<T>): Promise<{ result: T; cpu: Ma
   }
 }
 
+/** A session whose open transaction (an xid and a snapshot) keeps vacuum from removing anything dead after now. */
+async function holdXmin(db: pg.Pool): Promise<pg.PoolClient> {
+  const client = await db.connect();
+  await client.query('BEGIN ISOLATION LEVEL REPEATABLE READ');
+  await client.query('SELECT txid_current(), count(*) FROM spool.organizations');
+  return client;
+}
+
 const scratch = await startScratchPostgres({ prefix: 'spool-drain-profile-', embeddedOnly: true });
 const sys = new SpoolSystem(await scratch.createDatabase('bench_spool'));
 try {
@@ -69,9 +79,12 @@ try {
   if (process.env.SETUP_SQL) await sys.db.query(process.env.SETUP_SQL);
   for (let rep = 0; rep < 2; rep++) {
     await sys.reset();
-    if (scenario === 'drain') await sys.preload(jobs, 1000, preloadVia);
+    if (scenario === 'drain' || scenario === 'held') await sys.preload(jobs, 1000, preloadVia);
+    const holder = scenario === 'held' ? await holdXmin(sys.db) : null;
     const started = performance.now();
-    const { result: rate, cpu: used } = await cpuDuring(() => (scenario === 'drain' ? sys.drain(jobs, 1) : scenario === 'bulk' ? sys.enqueueBulk(jobs, 1000) : sys.enqueueSingle(jobs, 8)));
+    const { result: rate, cpu: used } = await cpuDuring(() => (scenario === 'drain' || scenario === 'held' ? sys.drain(jobs, 1) : scenario === 'bulk' ? sys.enqueueBulk(jobs, 1000) : sys.enqueueSingle(jobs, 8)));
+    await holder?.query('ROLLBACK');
+    holder?.release();
     const wall = (performance.now() - started) / 1000;
     const parts = ['postgres', 'server', 'worker', 'harness'].map((role) => {
       const cpu = used.get(role) ?? 0;

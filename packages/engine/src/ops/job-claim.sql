@@ -1,46 +1,94 @@
 -- Claims up to $3 due jobs of one queue for worker $4 with a lease of $5
--- seconds. The CTE locks candidates with SKIP LOCKED in index order (so
+-- seconds. The candidates are locked with SKIP LOCKED in index order (so
 -- concurrent claimers pass each other instead of queueing), then the UPDATE
 -- hands each row a fresh lease_id: the fencing token for everything after.
--- The WHERE clause repeats jobs_claim_idx's predicate exactly. The UPDATE
+-- Each candidate scan repeats jobs_claim_idx's predicate exactly. The UPDATE
 -- finds the picked rows by `id = ANY (ARRAY(...))`, not a join: in a generic
 -- plan LIMIT $3 is estimated at 10% of the queue, and a join then became a
 -- hash join over a sequential scan of the whole table (860 ms instead of
 -- 4 ms at 2M rows, docs/claim-explain.md); the array form is always a
 -- primary-key index scan.
 --
+-- $7, the claim floor (job-claim.ts): the last job of this queue's previous
+-- full batch, or NULL. The index order (priority DESC, created_at, id) is
+-- read in three ranges: higher priorities than the floor's, the floor's
+-- priority after the floor, lower priorities. Together they are every
+-- candidate except those of the floor's priority at or before the floor,
+-- where a drain leaves the entries of the jobs it claimed: while any
+-- transaction holds back the xmin horizon those entries cannot be pruned,
+-- and a scan from the start walks all of them (S7 in BENCHMARKS.md). With no
+-- floor (or a floor job gone), the floor priority is 101, above the range
+-- every job's CHECK allows, and the third range alone is the whole queue.
+-- Each range is its own locked subquery because FOR UPDATE cannot apply to
+-- a UNION; Append reads them in order and stops at the LIMIT.
+--
 -- $6 selects the capped form for a queue with a concurrency_limit: the
 -- caller has locked that queue's config row (queue-lock-capped.sql) in
 -- this transaction, so this statement's fresh snapshot counts every job
 -- the previous holder started. Uncapped claims ($6 false) skip capped
 -- queues entirely, and never evaluate the count (init plans run lazily).
-WITH room AS (
-  SELECT CASE WHEN $6::boolean THEN greatest(0, least($3::int, (
+-- A paused queue has no room.
+WITH room AS MATERIALIZED (
+  SELECT CASE
+    WHEN EXISTS (
+      SELECT 1 FROM spool.queue_config qc
+      WHERE qc.organization_id = $1 AND qc.queue_name = $2
+        AND (NOT qc.enabled OR (qc.concurrency_limit IS NOT NULL AND NOT $6::boolean))
+    ) THEN 0
+    WHEN $6::boolean THEN greatest(0, least($3::int, (
       SELECT qc.concurrency_limit FROM spool.queue_config qc
       WHERE qc.organization_id = $1 AND qc.queue_name = $2
     ) - (
       SELECT count(*) FROM spool.jobs p
       WHERE p.organization_id = $1 AND p.queue_name = $2 AND p.status = 'processing'
-    )::int)) ELSE $3::int END AS n
+    )::int))
+    ELSE $3::int END AS n
+),
+floor AS MATERIALIZED (
+  SELECT coalesce(f.priority, 101) AS priority, f.created_at, f.id
+  FROM (SELECT 1) one
+  LEFT JOIN spool.jobs f ON f.id = $7::uuid AND f.organization_id = $1
 ),
 picked AS (
-  SELECT id
-  FROM spool.jobs
-  WHERE organization_id = $1
-    AND queue_name = $2
-    AND status = 'pending'
-    AND dependencies_met IS NOT FALSE
-    AND NOT in_backoff
-    AND (scheduled_at IS NULL OR scheduled_at <= now())
-    AND (expires_at IS NULL OR expires_at > now())
-    AND NOT EXISTS (
-      SELECT 1 FROM spool.queue_config qc
-      WHERE qc.organization_id = $1 AND qc.queue_name = $2
-        AND (NOT qc.enabled OR (qc.concurrency_limit IS NOT NULL AND NOT $6::boolean))
-    )
-  ORDER BY priority DESC, created_at ASC, id ASC
+  SELECT id FROM (
+    SELECT id FROM (
+      SELECT id FROM spool.jobs
+      WHERE organization_id = $1 AND queue_name = $2
+        AND status = 'pending' AND dependencies_met IS NOT FALSE AND NOT in_backoff
+        AND (scheduled_at IS NULL OR scheduled_at <= now())
+        AND (expires_at IS NULL OR expires_at > now())
+        AND priority > (SELECT priority FROM floor)
+      ORDER BY priority DESC, created_at ASC, id ASC
+      LIMIT (SELECT n FROM room)
+      FOR UPDATE SKIP LOCKED
+    ) higher
+    UNION ALL
+    SELECT id FROM (
+      SELECT id FROM spool.jobs
+      WHERE organization_id = $1 AND queue_name = $2
+        AND status = 'pending' AND dependencies_met IS NOT FALSE AND NOT in_backoff
+        AND (scheduled_at IS NULL OR scheduled_at <= now())
+        AND (expires_at IS NULL OR expires_at > now())
+        AND priority = (SELECT priority FROM floor)
+        AND (created_at, id) > (SELECT created_at, id FROM floor)
+      ORDER BY priority DESC, created_at ASC, id ASC
+      LIMIT (SELECT n FROM room)
+      FOR UPDATE SKIP LOCKED
+    ) after_floor
+    UNION ALL
+    SELECT id FROM (
+      SELECT id FROM spool.jobs
+      WHERE organization_id = $1 AND queue_name = $2
+        AND status = 'pending' AND dependencies_met IS NOT FALSE AND NOT in_backoff
+        AND (scheduled_at IS NULL OR scheduled_at <= now())
+        AND (expires_at IS NULL OR expires_at > now())
+        AND priority < (SELECT priority FROM floor)
+      ORDER BY priority DESC, created_at ASC, id ASC
+      LIMIT (SELECT n FROM room)
+      FOR UPDATE SKIP LOCKED
+    ) lower
+  ) candidates
   LIMIT (SELECT n FROM room)
-  FOR UPDATE SKIP LOCKED
 ),
 claimed AS (
   UPDATE spool.jobs j

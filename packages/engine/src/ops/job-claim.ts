@@ -19,16 +19,66 @@ export interface ClaimParams {
 }
 
 /**
+ * How long a claim floor (job-claim.sql, $7) is trusted. Within one priority
+ * the floor skips what lies before it, where a job that became due again
+ * (a retry whose backoff ended, a reclaimed lease, a scheduled job) can sit
+ * while newer jobs keep every batch full; each queue is read from its start
+ * at least this often, so such a job waits at most this much longer than
+ * strict order would make it.
+ */
+export const CLAIM_FLOOR_TTL_MS = 1000;
+
+interface ClaimFloor {
+  jobId: string;
+  /** When the queue was last read from its start. */
+  since: number;
+}
+
+/** Per pool (or client) and queue: where the last full batch ended. A hint: any value is safe. */
+const floorsByDb = new WeakMap<object, Map<string, ClaimFloor>>();
+
+function floorsOf(db: Queryable): Map<string, ClaimFloor> {
+  let floors = floorsByDb.get(db);
+  if (!floors) floorsByDb.set(db, (floors = new Map()));
+  return floors;
+}
+
+function byClaimOrder(a: JobRow, b: JobRow): number {
+  return b.priority - a.priority || a.created_at.getTime() - b.created_at.getTime() || (a.id < b.id ? -1 : a.id > b.id ? 1 : 0);
+}
+
+/**
  * Leases up to `limit` due jobs of one queue to `workerId`, highest priority
  * first, then oldest. Each returned row carries a new `lease_id`. Concurrent
  * callers never receive the same job. A paused queue yields nothing; a
  * queue with a `concurrency_limit` never has more processing jobs than that.
+ *
+ * While a queue's batches come back full, the next claim starts reading
+ * after the last one (the claim floor) instead of from the start of the
+ * queue, past the index entries of every job claimed since the last vacuum;
+ * see CLAIM_FLOOR_TTL_MS for what that costs in order.
  */
 export async function jobClaim(db: Queryable, params: ClaimParams): Promise<JobRow[]> {
   const limit = clamp(Math.trunc(params.limit), 1, LIMITS.claimLimitMax);
   const lease = clamp(Math.trunc(params.leaseSeconds), LIMITS.leaseSecondsMin, LIMITS.leaseSecondsMax);
-  const values = [params.organizationId, params.queueName, limit, params.workerId, lease];
-  const claimed = await run<JobRow>(db, statement, [...values, false]);
+  const claimOf = (n: number, floorJobId: string | null, capped: boolean) =>
+    [params.organizationId, params.queueName, n, params.workerId, lease, capped, floorJobId];
+  const floors = floorsOf(db);
+  const key = `${params.organizationId}\u0000${params.queueName}`;
+  const now = Date.now();
+  let floor = floors.get(key) ?? null;
+  if (floor !== null && now - floor.since > CLAIM_FLOOR_TTL_MS) floor = null;
+
+  let claimed = await run<JobRow>(db, statement, claimOf(limit, floor?.jobId ?? null, false));
+  if (floor !== null && claimed.length < limit) {
+    // The queue ran dry after the floor: read it from the start for what
+    // became due before the floor.
+    const earlier = await run<JobRow>(db, statement, claimOf(limit - claimed.length, null, false));
+    if (earlier.length > 0) claimed = [...claimed, ...earlier].sort(byClaimOrder);
+    floor = null;
+  }
+  if (claimed.length === limit) floors.set(key, { jobId: claimed[claimed.length - 1]!.id, since: floor?.since ?? now });
+  else floors.delete(key);
   if (claimed.length > 0) return claimed;
   // Nothing claimable, or the queue has a concurrency_limit, which the fast
   // path leaves alone: capped queues pay for a transaction, others for one
@@ -36,7 +86,7 @@ export async function jobClaim(db: Queryable, params: ClaimParams): Promise<JobR
   if ((await run(db, isCapped, [params.organizationId, params.queueName])).length === 0) return [];
   const capped = async (client: Queryable) => {
     const locked = await run(client, lockCapped, [params.organizationId, params.queueName]);
-    return locked.length === 0 ? [] : run<JobRow>(client, statement, [...values, true]);
+    return locked.length === 0 ? [] : run<JobRow>(client, statement, claimOf(limit, null, true));
   };
   // A caller's own client is assumed to be in its transaction already.
   return db instanceof pg.Pool ? transaction(db, capped) : capped(db);

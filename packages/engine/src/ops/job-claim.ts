@@ -28,6 +28,9 @@ export interface ClaimParams {
  */
 export const CLAIM_FLOOR_TTL_MS = 1000;
 
+/** Queues with a floor remembered per pool. */
+const MAX_FLOORS = 10_000;
+
 interface ClaimFloor {
   jobId: string;
   /** When the queue was last read from its start. */
@@ -77,8 +80,12 @@ export async function jobClaim(db: Queryable, params: ClaimParams): Promise<JobR
     if (earlier.length > 0) claimed = [...claimed, ...earlier].sort(byClaimOrder);
     floor = null;
   }
-  if (claimed.length === limit) floors.set(key, { jobId: claimed[claimed.length - 1]!.id, since: floor?.since ?? now });
-  else floors.delete(key);
+  floors.delete(key);
+  if (claimed.length === limit) {
+    floors.set(key, { jobId: claimed[claimed.length - 1]!.id, since: floor?.since ?? now });
+    // Queues that stop being claimed after a full batch would stay forever; the oldest go first.
+    if (floors.size > MAX_FLOORS) floors.delete(floors.keys().next().value!);
+  }
   if (claimed.length > 0) return claimed;
   // Nothing claimable, or the queue has a concurrency_limit, which the fast
   // path leaves alone: capped queues pay for a transaction, others for one

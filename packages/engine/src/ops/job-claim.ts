@@ -37,12 +37,16 @@ interface ClaimFloor {
   since: number;
 }
 
-/** Per pool (or client) and queue: where the last full batch ended. A hint: any value is safe. */
-const floorsByDb = new WeakMap<object, Map<string, ClaimFloor>>();
+/**
+ * Per pool and queue: where the last full batch ended. A hint: any value is
+ * safe. Not kept for a caller's own client, whose claims may be rolled back.
+ */
+const floorsByPool = new WeakMap<pg.Pool, Map<string, ClaimFloor>>();
 
 function floorsOf(db: Queryable): Map<string, ClaimFloor> {
-  let floors = floorsByDb.get(db);
-  if (!floors) floorsByDb.set(db, (floors = new Map()));
+  if (!(db instanceof pg.Pool)) return new Map();
+  let floors = floorsByPool.get(db);
+  if (!floors) floorsByPool.set(db, (floors = new Map()));
   return floors;
 }
 

@@ -33,6 +33,8 @@ const MAX_FLOORS = 10_000;
 
 interface ClaimFloor {
   jobId: string;
+  priority: number;
+  createdAt: number;
   /** When the queue was last read from its start. */
   since: number;
 }
@@ -50,8 +52,13 @@ function floorsOf(db: Queryable): Map<string, ClaimFloor> {
   return floors;
 }
 
-function byClaimOrder(a: JobRow, b: JobRow): number {
-  return b.priority - a.priority || a.created_at.getTime() - b.created_at.getTime() || (a.id < b.id ? -1 : a.id > b.id ? 1 : 0);
+type ClaimKey = Pick<ClaimFloor, 'jobId' | 'priority' | 'createdAt'>;
+
+const claimKey = (job: JobRow): ClaimKey => ({ jobId: job.id, priority: job.priority, createdAt: job.created_at.getTime() });
+
+/** Negative when `a` is claimed before `b`: higher priority, then older, then lower id. */
+function compareClaimKeys(a: ClaimKey, b: ClaimKey): number {
+  return b.priority - a.priority || a.createdAt - b.createdAt || (a.jobId < b.jobId ? -1 : a.jobId > b.jobId ? 1 : 0);
 }
 
 /**
@@ -81,14 +88,21 @@ export async function jobClaim(db: Queryable, params: ClaimParams): Promise<JobR
     // The queue ran dry after the floor: read it from the start for what
     // became due before the floor.
     const earlier = await run<JobRow>(db, statement, claimOf(limit - claimed.length, null, false));
-    if (earlier.length > 0) claimed = [...claimed, ...earlier].sort(byClaimOrder);
+    if (earlier.length > 0) claimed = [...claimed, ...earlier].sort((a, b) => compareClaimKeys(claimKey(a), claimKey(b)));
     floor = null;
   }
-  floors.delete(key);
-  if (claimed.length === limit) {
-    floors.set(key, { jobId: claimed[claimed.length - 1]!.id, since: floor?.since ?? now });
-    // Queues that stop being claimed after a full batch would stay forever; the oldest go first.
-    if (floors.size > MAX_FLOORS) floors.delete(floors.keys().next().value!);
+  if (claimed.length < limit) {
+    floors.delete(key);
+  } else {
+    const end = claimKey(claimed[claimed.length - 1]!);
+    // A concurrent claim of this queue may have moved the floor past this batch while it ran.
+    const latest = floors.get(key);
+    if (latest === undefined || latest.since !== floor?.since || compareClaimKeys(end, latest) > 0) {
+      floors.delete(key);
+      floors.set(key, { ...end, since: floor?.since ?? now });
+      // Queues that stop being claimed after a full batch would stay forever; the oldest go first.
+      if (floors.size > MAX_FLOORS) floors.delete(floors.keys().next().value!);
+    }
   }
   if (claimed.length > 0) return claimed;
   // Nothing claimable, or the queue has a concurrency_limit, which the fast

@@ -5,8 +5,8 @@
  * On two shared cores this split, not wall time, says which side to make cheaper.
  */
 import { readdirSync, readFileSync } from 'node:fs';
-import type pg from 'pg';
 import { startScratchPostgres } from '../test-support/scratch-postgres.js';
+import { holdXmin } from './lib/hold-xmin.js';
 import { processCpuSeconds } from './lib/proc-cpu.js';
 import { SpoolSystem } from './systems/spool.js';
 
@@ -63,28 +63,21 @@ async function cpuDuring<T>(run: () => Promise<T>): Promise<{ result: T; cpu: Ma
   }
 }
 
-/** A session whose open transaction (an xid and a snapshot) keeps vacuum from removing anything dead after now. */
-async function holdXmin(db: pg.Pool): Promise<pg.PoolClient> {
-  const client = await db.connect();
-  await client.query('BEGIN ISOLATION LEVEL REPEATABLE READ');
-  await client.query('SELECT txid_current(), count(*) FROM spool.organizations');
-  return client;
-}
-
 const scratch = await startScratchPostgres({ prefix: 'spool-drain-profile-', embeddedOnly: true });
-const sys = new SpoolSystem(await scratch.createDatabase('bench_spool'));
+const databaseUrl = await scratch.createDatabase('bench_spool');
+const sys = new SpoolSystem(databaseUrl);
+const drains = scenario === 'drain' || scenario === 'held';
 try {
   await sys.setup();
   // SETUP_SQL: statements to try on the schema first (an index, a constraint), for A/B runs.
   if (process.env.SETUP_SQL) await sys.db.query(process.env.SETUP_SQL);
   for (let rep = 0; rep < 2; rep++) {
     await sys.reset();
-    if (scenario === 'drain' || scenario === 'held') await sys.preload(jobs, 1000, preloadVia);
-    const holder = scenario === 'held' ? await holdXmin(sys.db) : null;
+    if (drains) await sys.preload(jobs, 1000, preloadVia);
+    const holder = scenario === 'held' ? await holdXmin(databaseUrl) : null;
     const started = performance.now();
-    const { result: rate, cpu: used } = await cpuDuring(() => (scenario === 'drain' || scenario === 'held' ? sys.drain(jobs, 1) : scenario === 'bulk' ? sys.enqueueBulk(jobs, 1000) : sys.enqueueSingle(jobs, 8)));
-    await holder?.query('ROLLBACK');
-    holder?.release();
+    const { result: rate, cpu: used } = await cpuDuring(() => (drains ? sys.drain(jobs, 1) : scenario === 'bulk' ? sys.enqueueBulk(jobs, 1000) : sys.enqueueSingle(jobs, 8)));
+    await holder?.end();
     const wall = (performance.now() - started) / 1000;
     const parts = ['postgres', 'server', 'worker', 'harness'].map((role) => {
       const cpu = used.get(role) ?? 0;

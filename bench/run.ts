@@ -10,6 +10,7 @@ import { mkdirSync, writeFileSync } from 'node:fs';
 import { cpus, loadavg, platform, release, tmpdir, totalmem } from 'node:os';
 import pg from 'pg';
 import { startScratchPostgres } from '../test-support/scratch-postgres.js';
+import { holdXmin } from './lib/hold-xmin.js';
 import { renderReport } from './lib/report.js';
 import { Results } from './lib/results.js';
 import { GraphileSystem } from './systems/graphile.js';
@@ -103,15 +104,10 @@ async function runSpoolOnly(sys: SpoolSystem): Promise<void> {
   await measure(name, 'S7', async () => {
     await sys.reset();
     await sys.preload(SIZES.drainJobs, SIZES.bulkBatch);
-    const holder = new pg.Client({ connectionString: spoolUrl });
-    await holder.connect();
+    const holder = await holdXmin(spoolUrl);
     try {
-      // An xid plus a snapshot: vacuum cannot remove any row version dead after this point.
-      await holder.query('BEGIN ISOLATION LEVEL REPEATABLE READ');
-      await holder.query('SELECT txid_current(), count(*) FROM spool.organizations');
       jobsPerS('S7', await sys.drain(SIZES.drainJobs, 1));
     } finally {
-      await holder.query('ROLLBACK').catch(() => {});
       await holder.end();
     }
   });

@@ -2,8 +2,8 @@
 -- seconds. The candidates are locked with SKIP LOCKED in index order (so
 -- concurrent claimers pass each other instead of queueing), then the UPDATE
 -- hands each row a fresh lease_id: the fencing token for everything after.
--- Each candidate scan repeats jobs_claim_idx's predicate exactly. The UPDATE
--- finds the picked rows by `id = ANY (ARRAY(...))`, not a join: in a generic
+-- Candidates come from spool.claimable_jobs, whose WHERE is jobs_claim_idx's
+-- predicate (migration 015). The UPDATE finds the picked rows by `id = ANY (ARRAY(...))`, not a join: in a generic
 -- plan LIMIT $3 is estimated at 10% of the queue, and a join then became a
 -- hash join over a sequential scan of the whole table (860 ms instead of
 -- 4 ms at 2M rows, docs/claim-explain.md); the array form is always a
@@ -52,11 +52,8 @@ floor AS MATERIALIZED (
 picked AS (
   SELECT id FROM (
     SELECT id FROM (
-      SELECT id FROM spool.jobs
+      SELECT id FROM spool.claimable_jobs
       WHERE organization_id = $1 AND queue_name = $2
-        AND status = 'pending' AND dependencies_met IS NOT FALSE AND NOT in_backoff
-        AND (scheduled_at IS NULL OR scheduled_at <= now())
-        AND (expires_at IS NULL OR expires_at > now())
         AND priority > (SELECT priority FROM floor)
       ORDER BY priority DESC, created_at ASC, id ASC
       LIMIT (SELECT n FROM room)
@@ -64,11 +61,8 @@ picked AS (
     ) higher
     UNION ALL
     SELECT id FROM (
-      SELECT id FROM spool.jobs
+      SELECT id FROM spool.claimable_jobs
       WHERE organization_id = $1 AND queue_name = $2
-        AND status = 'pending' AND dependencies_met IS NOT FALSE AND NOT in_backoff
-        AND (scheduled_at IS NULL OR scheduled_at <= now())
-        AND (expires_at IS NULL OR expires_at > now())
         AND priority = (SELECT priority FROM floor)
         AND (created_at, id) > (SELECT created_at, id FROM floor)
       ORDER BY priority DESC, created_at ASC, id ASC
@@ -77,11 +71,8 @@ picked AS (
     ) after_floor
     UNION ALL
     SELECT id FROM (
-      SELECT id FROM spool.jobs
+      SELECT id FROM spool.claimable_jobs
       WHERE organization_id = $1 AND queue_name = $2
-        AND status = 'pending' AND dependencies_met IS NOT FALSE AND NOT in_backoff
-        AND (scheduled_at IS NULL OR scheduled_at <= now())
-        AND (expires_at IS NULL OR expires_at > now())
         AND priority < (SELECT priority FROM floor)
       ORDER BY priority DESC, created_at ASC, id ASC
       LIMIT (SELECT n FROM room)

@@ -33,8 +33,6 @@ const MAX_FLOORS = 10_000;
 
 interface ClaimFloor {
   jobId: string;
-  priority: number;
-  createdAt: number;
   /** When the queue was last read from its start. */
   since: number;
 }
@@ -52,13 +50,9 @@ function floorsOf(db: Queryable): Map<string, ClaimFloor> {
   return floors;
 }
 
-type ClaimKey = Pick<ClaimFloor, 'jobId' | 'priority' | 'createdAt'>;
-
-const claimKey = (job: JobRow): ClaimKey => ({ jobId: job.id, priority: job.priority, createdAt: job.created_at.getTime() });
-
-/** Negative when `a` is claimed before `b`: higher priority, then older, then lower id. */
-function compareClaimKeys(a: ClaimKey, b: ClaimKey): number {
-  return b.priority - a.priority || a.createdAt - b.createdAt || (a.jobId < b.jobId ? -1 : a.jobId > b.jobId ? 1 : 0);
+/** Claim order: higher priority, then older, then lower id. */
+function byClaimOrder(a: JobRow, b: JobRow): number {
+  return b.priority - a.priority || a.created_at.getTime() - b.created_at.getTime() || (a.id < b.id ? -1 : a.id > b.id ? 1 : 0);
 }
 
 /**
@@ -80,29 +74,26 @@ export async function jobClaim(db: Queryable, params: ClaimParams): Promise<JobR
   const floors = floorsOf(db);
   const key = `${params.organizationId}\u0000${params.queueName}`;
   const now = Date.now();
-  let floor = floors.get(key) ?? null;
-  if (floor !== null && now - floor.since > CLAIM_FLOOR_TTL_MS) floor = null;
+  const remembered = floors.get(key);
+  const floor = remembered !== undefined && now - remembered.since <= CLAIM_FLOOR_TTL_MS ? remembered : null;
 
   let claimed = await run<JobRow>(db, statement, claimOf(limit, floor?.jobId ?? null, false));
-  if (floor !== null && claimed.length < limit) {
+  let readFromStart = floor === null;
+  if (!readFromStart && claimed.length < limit) {
     // The queue ran dry after the floor: read it from the start for what
     // became due before the floor.
     const earlier = await run<JobRow>(db, statement, claimOf(limit - claimed.length, null, false));
-    if (earlier.length > 0) claimed = [...claimed, ...earlier].sort((a, b) => compareClaimKeys(claimKey(a), claimKey(b)));
-    floor = null;
+    if (earlier.length > 0) claimed = [...claimed, ...earlier].sort(byClaimOrder);
+    readFromStart = true;
   }
-  if (claimed.length < limit) {
-    floors.delete(key);
-  } else {
-    const end = claimKey(claimed[claimed.length - 1]!);
-    // A concurrent claim of this queue may have moved the floor past this batch while it ran.
-    const latest = floors.get(key);
-    if (latest === undefined || latest.since !== floor?.since || compareClaimKeys(end, latest) > 0) {
-      floors.delete(key);
-      floors.set(key, { ...end, since: floor?.since ?? now });
-      // Queues that stop being claimed after a full batch would stay forever; the oldest go first.
-      if (floors.size > MAX_FLOORS) floors.delete(floors.keys().next().value!);
-    }
+  // Concurrent claims of one queue may finish out of order and leave the
+  // floor up to a few batches behind; the next claim then passes those
+  // batches' entries once more, which is bounded and not worth ordering.
+  floors.delete(key);
+  if (claimed.length === limit) {
+    floors.set(key, { jobId: claimed[claimed.length - 1]!.id, since: readFromStart ? now : floor!.since });
+    // Queues that stop being claimed after a full batch would stay forever; the oldest go first.
+    if (floors.size > MAX_FLOORS) floors.delete(floors.keys().next().value!);
   }
   if (claimed.length > 0) return claimed;
   // Nothing claimable, or the queue has a concurrency_limit, which the fast

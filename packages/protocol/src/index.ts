@@ -2,3 +2,4 @@ export * from './job-status.js';
 export * from './errors.js';
 export * from './limits.js';
 export * from './realtime-events.js';
+export * from './roles.js';

@@ -11,6 +11,7 @@ import type { Config } from './config.js';
 import type { CompleteBatcher } from './complete-batcher.js';
 import type { EnqueueBatcher } from './enqueue-batcher.js';
 import { requireAuth } from './http/auth.js';
+import { requireAuthorization } from './http/route-authorization.js';
 import { installErrorHandler } from './http/errors.js';
 import { answerBadHandshakes, answerExpectations, clientErrorHandler, frameworkErrors } from './http/framework-errors.js';
 import { installJsonBodyParser } from './http/json-body.js';
@@ -138,6 +139,7 @@ export async function buildApp(ctx: AppContext): Promise<FastifyInstance> {
   });
   answerExpectations(app.server);
   app.decorateRequest('auth', null);
+  app.decorateRequest('grant', null);
   const routeTable: RouteSummary[] = [];
   app.decorate('routeTable', routeTable);
   app.addHook('onRoute', (route) => {
@@ -190,6 +192,7 @@ export async function buildApp(ctx: AppContext): Promise<FastifyInstance> {
   metricsRoutes(app, ctx);
   await app.register(async (scope) => {
     requireAuth(scope, ctx);
+    requireAuthorization(scope, ctx.db);
     scope.addHook('onRequest', limits.byKey);
     for (const routes of AUTHENTICATED_ROUTES) routes(scope, ctx);
   }, { prefix: '/api/v1' });

@@ -8,14 +8,14 @@ before(async () => {
 });
 after(async () => server.close());
 
-const SUMMARY_KEYS = ['created_at', 'expires_at', 'id', 'is_active', 'last_used', 'name', 'queues', 'rate_limit'];
+const SUMMARY_KEYS = ['created_at', 'expires_at', 'id', 'is_active', 'last_used', 'name', 'queues', 'rate_limit', 'role'];
 
 describe('API keys', () => {
   it('POST creates a key that works at once and is shown only at creation', async () => {
     const expiresAt = new Date(Date.now() + 3_600_000).toISOString();
     const created = await server.request('POST', '/api/v1/api-keys', { body: { name: 'ci (deploy) key_1.0', queues: ['emails', 'reports.*'], rate_limit: 50, expires_at: expiresAt } });
     assert.equal(created.status, 201, created.text);
-    assert.deepEqual(Object.keys(created.body).sort(), ['created_at', 'expires_at', 'id', 'key', 'name']);
+    assert.deepEqual(Object.keys(created.body).sort(), ['created_at', 'expires_at', 'id', 'key', 'name', 'queues', 'role']);
     assert.match(created.body.key, /^sk_test_[A-Za-z0-9_-]{43}$/);
     assert.equal(created.body.expires_at, expiresAt);
     assert.equal((await server.request('GET', '/api/v1/dashboard', { auth: created.body.key })).status, 200);
@@ -100,11 +100,11 @@ describe('API keys', () => {
     assert.match(badPut.body.message, /is_active/);
   });
 
-  it('a key limited to some queues cannot mint or change keys (403)', async () => {
+  it('a key limited to some queues cannot mint, change or list keys (403: organization-level)', async () => {
     const limited = await server.request('POST', '/api/v1/api-keys', { body: { name: 'limited', queues: ['emails'] } });
     const mint = await server.request('POST', '/api/v1/api-keys', { auth: limited.body.key, body: { name: 'escalate', queues: ['*'] } });
     assert.equal(mint.status, 403);
     assert.equal((await server.request('PUT', `/api/v1/api-keys/${limited.body.id}`, { auth: limited.body.key, body: { queues: ['*'] } })).status, 403);
-    assert.equal((await server.request('GET', '/api/v1/api-keys', { auth: limited.body.key })).status, 200);
+    assert.equal((await server.request('GET', '/api/v1/api-keys', { auth: limited.body.key })).status, 403);
   });
 });

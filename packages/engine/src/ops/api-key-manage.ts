@@ -1,3 +1,4 @@
+import type { ApiKeyRole } from '@spool/protocol';
 import type { Queryable } from '../db.js';
 import { run, sqlFile } from '../db.js';
 import { isUuid } from '../ids.js';
@@ -15,6 +16,7 @@ export interface ApiKeyRow {
   organization_id: string;
   name: string;
   queues: string[];
+  role: ApiKeyRole;
   rate_limit: number | null;
   is_active: boolean;
   created_at: Date;
@@ -29,6 +31,8 @@ export interface NewApiKey {
   queues: string[];
   rateLimit?: number | null;
   expiresAt?: Date | null;
+  /** Default `admin`. */
+  role?: ApiKeyRole;
   environment: 'development' | 'production';
 }
 
@@ -47,6 +51,7 @@ export async function apiKeyCreate(db: Queryable, input: NewApiKey): Promise<(Ap
     input.queues,
     input.rateLimit ?? null,
     input.expiresAt ?? null,
+    input.role ?? 'admin',
   ]);
   return rows[0] ? { ...rows[0], key: generated.key } : null;
 }
@@ -69,6 +74,7 @@ export interface ApiKeyPatch {
   /** undefined keeps the limit; null removes it. */
   rateLimit?: number | null;
   isActive?: boolean;
+  role?: ApiKeyRole;
 }
 
 /** Applies a partial update; null when the key is not the organization's. */
@@ -82,6 +88,7 @@ export async function apiKeyUpdate(db: Queryable, organizationId: string, id: st
     patch.rateLimit !== undefined,
     patch.rateLimit ?? null,
     patch.isActive ?? null,
+    patch.role ?? null,
   ]);
   return rows[0] ?? null;
 }

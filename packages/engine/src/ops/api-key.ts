@@ -1,4 +1,5 @@
 import { createHash, randomBytes } from 'node:crypto';
+import type { ApiKeyRole } from '@spool/protocol';
 import type { Queryable } from '../db.js';
 import { run, sqlFile } from '../db.js';
 import { isUuid } from '../ids.js';
@@ -14,6 +15,7 @@ export interface ApiKeyIdentity {
   id: string;
   organization_id: string;
   queues: string[];
+  role: ApiKeyRole;
   rate_limit: number | null;
   is_active: boolean;
   expires_at: Date | null;

@@ -1,5 +1,6 @@
 -- Deletes dead-lettered jobs (oldest first, at most $4), optionally only of
--- queue $2 and created before $3. The history keeps a 'purge' row per job.
+-- queue $2 and created before $3, and only of the caller's queues ($5: LIKE
+-- patterns, NULL = all). The history keeps a 'purge' row per job.
 WITH target AS (
   SELECT id
   FROM spool.jobs
@@ -7,6 +8,7 @@ WITH target AS (
     AND status = 'deadletter'
     AND ($2::text IS NULL OR queue_name = $2::text)
     AND ($3::timestamptz IS NULL OR created_at < $3::timestamptz)
+    AND ($5::text[] IS NULL OR queue_name LIKE ANY ($5::text[]))
   ORDER BY created_at ASC
   LIMIT $4
   FOR UPDATE SKIP LOCKED

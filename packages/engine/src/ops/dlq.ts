@@ -19,12 +19,12 @@ export interface DlqJob {
 }
 
 /** Dead-lettered jobs, newest first. */
-export async function dlqList(db: Queryable, params: { organizationId: string; queueName?: string | null; limit: number; offset: number }): Promise<DlqJob[]> {
-  return run<DlqJob>(db, list, [params.organizationId, params.queueName ?? null, params.limit, params.offset]);
+export async function dlqList(db: Queryable, params: { organizationId: string; queueName?: string | null; limit: number; offset: number; queues?: string[] | null }): Promise<DlqJob[]> {
+  return run<DlqJob>(db, list, [params.organizationId, params.queueName ?? null, params.limit, params.offset, params.queues ?? null]);
 }
 
 /** Deletes up to `limit` dead-lettered jobs, oldest first; returns how many. */
-export async function dlqPurge(db: Queryable, params: { organizationId: string; queueName?: string | null; olderThan?: Date | null; limit: number }): Promise<number> {
-  const rows = await run<{ purged_count: number }>(db, purge, [params.organizationId, params.queueName ?? null, params.olderThan ?? null, params.limit]);
+export async function dlqPurge(db: Queryable, params: { organizationId: string; queueName?: string | null; olderThan?: Date | null; limit: number; queues?: string[] | null }): Promise<number> {
+  const rows = await run<{ purged_count: number }>(db, purge, [params.organizationId, params.queueName ?? null, params.olderThan ?? null, params.limit, params.queues ?? null]);
   return rows[0]?.purged_count ?? 0;
 }

@@ -1,4 +1,4 @@
--- Job summaries of an organization, optionally filtered by queue, status and
+-- Job summaries of an organization (of the caller's queues: $7, LIKE patterns, NULL = all), optionally filtered by queue, status and
 -- tag key. The ORDER BY placeholder is replaced at load time by one entry of the fixed
 -- whitelist in job-read.ts, giving one named statement per ordering (so the
 -- default ordering keeps using jobs_org_created_idx).
@@ -8,5 +8,6 @@ WHERE organization_id = $1
   AND ($2::text IS NULL OR queue_name = $2::text)
   AND ($3::text IS NULL OR status = $3::text)
   AND ($4::text IS NULL OR tags ? $4::text)
+  AND ($7::text[] IS NULL OR queue_name LIKE ANY ($7::text[]))
 ORDER BY {{order}}
 LIMIT $5 OFFSET $6;

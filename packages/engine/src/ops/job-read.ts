@@ -40,6 +40,8 @@ export interface JobListParams {
   offset: number;
   orderBy?: JobOrderColumn;
   orderDir?: OrderDirection;
+  /** The caller's queues as LIKE patterns; null or absent = every queue. */
+  queues?: string[] | null;
 }
 
 /** One job of the organization, or null (also for ids that are not UUIDs). */
@@ -53,13 +55,13 @@ export async function jobGet(db: Queryable, organizationId: string, id: string):
 export async function jobList(db: Queryable, params: JobListParams): Promise<JobSummaryRow[]> {
   const statement = listStatements.get(`${params.orderBy ?? 'created_at'}:${params.orderDir ?? 'desc'}`)!;
   return run<JobSummaryRow>(db, statement, [
-    params.organizationId, params.queueName ?? null, params.status ?? null, params.tag ?? null, params.limit, params.offset,
+    params.organizationId, params.queueName ?? null, params.status ?? null, params.tag ?? null, params.limit, params.offset, params.queues ?? null,
   ]);
 }
 
 /** Job counts by status for the organization; every status is present, plus `total`. */
-export async function jobStats(db: Queryable, organizationId: string): Promise<Record<JobStatus | 'total', number>> {
-  const rows = await run<{ status: JobStatus; n: number }>(db, stats, [organizationId]);
+export async function jobStats(db: Queryable, organizationId: string, queues: string[] | null = null): Promise<Record<JobStatus | 'total', number>> {
+  const rows = await run<{ status: JobStatus; n: number }>(db, stats, [organizationId, queues]);
   const out = Object.fromEntries([...JOB_STATUSES, 'total'].map((s) => [s, 0])) as Record<JobStatus | 'total', number>;
   for (const row of rows) {
     out[row.status] = row.n;

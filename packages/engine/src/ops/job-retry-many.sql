@@ -1,7 +1,8 @@
 -- Puts failed or dead-lettered jobs back to pending, claimable now. Used by
 -- the manual retry ($5 = false: retry_count + 1, CONTRACT §3.3) and by the
 -- DLQ replay ($5 = true: retry_count reset to 0, CONTRACT §3.6). Selection:
--- the given ids ($2), else the oldest $4 of queue $3, else of the organization.
+-- the given ids ($2), else the oldest $4 of queue $3, else of the organization;
+-- always only of the caller's queues ($7: LIKE patterns, NULL = all).
 WITH target AS (
   SELECT id, status
   FROM spool.jobs
@@ -9,6 +10,7 @@ WITH target AS (
     AND status = ANY($6::text[])
     AND ($2::uuid[] IS NULL OR id = ANY($2::uuid[]))
     AND ($3::text IS NULL OR queue_name = $3::text)
+    AND ($7::text[] IS NULL OR queue_name LIKE ANY ($7::text[]))
   ORDER BY created_at ASC, id ASC
   LIMIT $4
   FOR UPDATE SKIP LOCKED

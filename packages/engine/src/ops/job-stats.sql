@@ -1,5 +1,7 @@
--- Job counts of an organization by status (index-only over jobs_org_queue_status_idx).
+-- Job counts of an organization by status, of the caller's queues ($2: LIKE
+-- patterns, NULL = all) (index-only over jobs_org_queue_status_idx).
 SELECT status, count(*)::int AS n
 FROM spool.jobs
 WHERE organization_id = $1
+  AND ($2::text[] IS NULL OR queue_name LIKE ANY ($2::text[]))
 GROUP BY status;

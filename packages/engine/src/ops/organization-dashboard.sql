@@ -1,6 +1,7 @@
 -- The aggregate behind GET /dashboard, in one pass over the organization's
 -- jobs: totals, last-24h and last-hour activity, average wait and run times
--- of jobs finished in the last 24 hours, per-queue backlog and workers.
+-- of jobs finished in the last 24 hours, per-queue backlog and workers; with
+-- $2 (the caller's queues as LIKE patterns; NULL = all) only of those queues.
 WITH jobs AS (
   SELECT
     count(*) AS total,
@@ -17,7 +18,7 @@ WITH jobs AS (
     avg(extract(epoch FROM completed_at - started_at) * 1000)
       FILTER (WHERE status = 'completed' AND completed_at >= now() - interval '24 hours')::float8 AS avg_processing_time_ms
   FROM spool.jobs
-  WHERE organization_id = $1
+  WHERE organization_id = $1 AND ($2::text[] IS NULL OR queue_name LIKE ANY ($2::text[]))
 ),
 queues AS (
   SELECT coalesce(json_agg(json_build_object('name', name, 'pending', pending, 'processing', processing, 'paused', paused) ORDER BY name), '[]'::json) AS list
@@ -29,10 +30,10 @@ queues AS (
              count(*) FILTER (WHERE status = 'processing') AS processing,
              false AS paused
       FROM spool.jobs
-      WHERE organization_id = $1 AND status IN ('pending', 'processing')
+      WHERE organization_id = $1 AND status IN ('pending', 'processing') AND ($2::text[] IS NULL OR queue_name LIKE ANY ($2::text[]))
       GROUP BY queue_name
       UNION ALL
-      SELECT queue_name, 0, 0, NOT enabled FROM spool.queue_config WHERE organization_id = $1
+      SELECT queue_name, 0, 0, NOT enabled FROM spool.queue_config WHERE organization_id = $1 AND ($2::text[] IS NULL OR queue_name LIKE ANY ($2::text[]))
     ) per_source
     GROUP BY name
     ORDER BY name
@@ -44,6 +45,8 @@ workers AS (
          count(*) FILTER (WHERE status = 'healthy') AS healthy
   FROM spool.workers
   WHERE organization_id = $1
+    AND ($2::text[] IS NULL OR EXISTS (
+      SELECT 1 FROM unnest(array_append(queue_names, queue_name)) AS q(name) WHERE q.name LIKE ANY ($2::text[])))
 )
 SELECT jobs.*, queues.list AS queues, workers.total AS workers_total, workers.healthy AS workers_healthy
 FROM jobs, queues, workers;

@@ -111,7 +111,7 @@ export interface DashboardFigures {
 }
 
 /** The organization's dashboard aggregate in one statement. */
-export async function organizationDashboard(db: Queryable, id: string): Promise<DashboardFigures> {
-  const rows = await run<DashboardFigures>(db, dashboard, [id]);
+export async function organizationDashboard(db: Queryable, id: string, queues: string[] | null = null): Promise<DashboardFigures> {
+  const rows = await run<DashboardFigures>(db, dashboard, [id, queues]);
   return rows[0]!;
 }

@@ -56,8 +56,8 @@ const remove = sqlFile(import.meta.url, './queue-delete.sql');
 const stats = sqlFile(import.meta.url, './queue-stats.sql');
 
 /** Configured queues of the organization, by name. */
-export async function queueList(db: Queryable, organizationId: string, limit = 100): Promise<QueueConfigRow[]> {
-  return run<QueueConfigRow>(db, list, [organizationId, limit]);
+export async function queueList(db: Queryable, organizationId: string, limit = 100, queues: string[] | null = null): Promise<QueueConfigRow[]> {
+  return run<QueueConfigRow>(db, list, [organizationId, limit, queues]);
 }
 
 /** A queue's config, or null when it has none. */

@@ -118,8 +118,8 @@ export async function scheduleGet(db: Queryable, organizationId: string, id: str
 }
 
 /** The organization's schedules, newest first. */
-export async function scheduleList(db: Queryable, organizationId: string, limit: number, offset: number): Promise<ScheduleRow[]> {
-  return run<ScheduleRow>(db, list, [organizationId, limit, offset]);
+export async function scheduleList(db: Queryable, organizationId: string, limit: number, offset: number, queues: string[] | null = null): Promise<ScheduleRow[]> {
+  return run<ScheduleRow>(db, list, [organizationId, limit, offset, queues]);
 }
 
 function merge(current: ScheduleRow, patch: SchedulePatch): ScheduleRow {

@@ -70,8 +70,8 @@ export async function workerDeregister(db: Db, organizationId: string, id: strin
 }
 
 /** Workers of the organization, most recent heartbeat first. */
-export async function workerList(db: Queryable, organizationId: string, limit = 100): Promise<WorkerRow[]> {
-  return run<WorkerRow>(db, list, [organizationId, limit]);
+export async function workerList(db: Queryable, organizationId: string, limit = 100, queues: string[] | null = null): Promise<WorkerRow[]> {
+  return run<WorkerRow>(db, list, [organizationId, limit, queues]);
 }
 
 /** One worker, or null (also for ids that are not UUIDs). */

@@ -28,6 +28,8 @@ export interface WorkflowRow {
   started_at: Date | null;
   completed_at: Date | null;
   updated_at: Date;
+  /** The queues of its jobs. */
+  queue_names: string[];
 }
 
 export interface WorkflowJobRow {
@@ -52,14 +54,14 @@ export interface WorkflowJobRow {
 }
 
 /** Workflows of an organization, newest first. */
-export async function workflowList(db: Queryable, params: { organizationId: string; status?: string | null; limit: number; offset: number }): Promise<WorkflowRow[]> {
-  return run<WorkflowRow>(db, list, [params.organizationId, null, params.status ?? null, params.limit, params.offset]);
+export async function workflowList(db: Queryable, params: { organizationId: string; status?: string | null; limit: number; offset: number; queues?: string[] | null }): Promise<WorkflowRow[]> {
+  return run<WorkflowRow>(db, list, [params.organizationId, null, params.status ?? null, params.limit, params.offset, params.queues ?? null]);
 }
 
 /** One workflow, or null (any id string is accepted). */
 export async function workflowGet(db: Queryable, organizationId: string, id: string): Promise<WorkflowRow | null> {
   if (!isUuid(id)) return null;
-  const rows = await run<WorkflowRow>(db, list, [organizationId, id, null, 1, 0]);
+  const rows = await run<WorkflowRow>(db, list, [organizationId, id, null, 1, 0, null]);
   return rows[0] ?? null;
 }
 

@@ -1,5 +1,6 @@
 import type { Metadata, sendUnaryData, ServerUnaryCall } from '@grpc/grpc-js';
 import type { AppContext } from '../app.js';
+import { authorize, LiveAuthorization, type Grant, type Operation } from '../authorization.js';
 import { authenticate, type AuthContext } from '../http/auth.js';
 import { toGrpcFailure, toServiceError } from './errors.js';
 
@@ -29,15 +30,25 @@ export function authenticateCall(ctx: GrpcContext, metadata: Metadata): Promise<
   return authenticate(ctx, credentialFrom(metadata));
 }
 
-/** A unary handler that authenticates, runs `handler` and maps any thrown error to a status. */
+/** A streaming call's authorization: the key is read again while the stream lasts (authorization.ts). */
+export async function authorizeStream(ctx: GrpcContext, metadata: Metadata): Promise<LiveAuthorization> {
+  const credential = credentialFrom(metadata);
+  return new LiveAuthorization(await authenticate(ctx, credential), () => authenticate(ctx, credential));
+}
+
+/**
+ * A unary handler that authenticates, authorizes `operation` (the same
+ * decision as REST's), runs `handler` and maps any thrown error to a status.
+ */
 export function unary<Req, Res>(
   ctx: GrpcContext,
   method: string,
-  handler: (auth: AuthContext, request: Req) => Promise<Res>,
+  operation: Operation,
+  handler: (grant: Grant, request: Req) => Promise<Res>,
 ): (call: ServerUnaryCall<Req, Res>, callback: sendUnaryData<Res>) => void {
   return (call, callback) => {
     authenticateCall(ctx, call.metadata)
-      .then((auth) => handler(auth, call.request))
+      .then((auth) => handler(authorize(auth, operation), call.request))
       .then(
         (response) => callback(null, response),
         (err: unknown) => callback(toServiceError(toGrpcFailure(err, ctx.logger, method))),

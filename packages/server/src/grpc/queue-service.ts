@@ -9,7 +9,7 @@ import {
   type FenceFailure,
   type JobRow,
 } from '@spool/engine';
-import { assertQueueAllowed, type AuthContext } from '../http/auth.js';
+import type { Grant, Operation } from '../authorization.js';
 import { admitJobs } from '../http/job-admission.js';
 import { jsonBytes } from '../wire/common.js';
 import { unary, type GrpcContext } from './call.js';
@@ -65,7 +65,8 @@ export interface RenewLeaseResponse {
 }
 
 /** Creates one job; an idempotent repeat answers the original id with `created: false`. */
-export async function enqueue(ctx: GrpcContext, auth: AuthContext, request: EnqueueRequest): Promise<{ job_id: string; created: boolean }> {
+export async function enqueue(ctx: GrpcContext, grant: Grant, request: EnqueueRequest): Promise<{ job_id: string; created: boolean }> {
+  const auth = grant.auth;
   const queueName = checkQueueName(request.queue_name);
   const payload = request.payload ? structToJson(request.payload, 'payload') : {};
   const payloadBytes = jsonBytes(payload);
@@ -89,7 +90,7 @@ export async function enqueue(ctx: GrpcContext, auth: AuthContext, request: Enqu
     idempotencyKey,
     tags,
   };
-  assertQueueAllowed(auth, queueName);
+  grant.queue(queueName);
   // As REST POST /jobs: plan limits after validation, then the shared group commit.
   const quota = await admitJobs(ctx, auth, [{ queueName, payloadBytes }]);
   const inserted = await ctx.enqueueBatcher.enqueue(job).catch(async (err: unknown) => {
@@ -101,22 +102,22 @@ export async function enqueue(ctx: GrpcContext, auth: AuthContext, request: Enqu
 }
 
 /** Claims up to `limit` due jobs of a queue for a worker (REST claim semantics). */
-export async function claimJobs(ctx: GrpcContext, auth: AuthContext, queueName: string, workerId: string, limit: number, lease: number): Promise<JobRow[]> {
-  return jobClaim(ctx.db, { organizationId: auth.organizationId, queueName, workerId, limit, leaseSeconds: lease });
+export async function claimJobs(ctx: GrpcContext, grant: Grant, queueName: string, workerId: string, limit: number, lease: number): Promise<JobRow[]> {
+  return jobClaim(ctx.db, { organizationId: grant.organizationId, queueName, workerId, limit, leaseSeconds: lease });
 }
 
 /** Checks a dequeue-shaped request; returns the clamped claim parameters. */
-export function dequeueParams(auth: AuthContext, request: { queue_name: string; worker_id: string; lease_duration_secs: number; batch_size?: number }) {
+export function dequeueParams(grant: Grant, request: { queue_name: string; worker_id: string; lease_duration_secs: number; batch_size?: number }) {
   const queueName = checkQueueName(request.queue_name);
   const workerId = checkWorkerId(request.worker_id);
-  assertQueueAllowed(auth, queueName);
+  grant.queue(queueName);
   return { queueName, workerId, lease: leaseSeconds(request.lease_duration_secs), limit: batchSize(request.batch_size ?? 1) };
 }
 
 /** Leases a batch; an empty list (never an error) when nothing is due. */
-export async function dequeue(ctx: GrpcContext, auth: AuthContext, request: DequeueRequest): Promise<{ jobs: ProtoJob[] }> {
-  const p = dequeueParams(auth, request);
-  const rows = await claimJobs(ctx, auth, p.queueName, p.workerId, p.limit, p.lease);
+export async function dequeue(ctx: GrpcContext, grant: Grant, request: DequeueRequest): Promise<{ jobs: ProtoJob[] }> {
+  const p = dequeueParams(grant, request);
+  const rows = await claimJobs(ctx, grant, p.queueName, p.workerId, p.limit, p.lease);
   return { jobs: rows.map(jobToProto) };
 }
 
@@ -126,8 +127,10 @@ function fenceError(reason: FenceFailure): Error {
 }
 
 /** Completes a job the worker holds; NOT_FOUND when it does not, FAILED_PRECONDITION on a stale lease. */
-export async function complete(ctx: GrpcContext, auth: AuthContext, request: CompleteRequest): Promise<{ success: boolean }> {
+export async function complete(ctx: GrpcContext, grant: Grant, request: CompleteRequest): Promise<{ success: boolean }> {
+  const auth = grant.auth;
   const workerId = checkWorkerId(request.worker_id);
+  if (!(await grant.jobInReach(ctx.db, request.job_id))) throw fenceError('not_owned');
   const result = request.result ? structToJson(request.result, 'result') : undefined;
   if (result !== undefined && jsonBytes(result) > LIMITS.payloadBytesMax) {
     throw new PayloadTooLargeError(`result exceeds ${LIMITS.payloadBytesMax} bytes`, { field: 'result' });
@@ -140,8 +143,10 @@ export async function complete(ctx: GrpcContext, auth: AuthContext, request: Com
 }
 
 /** Fails a job the worker holds: retried after the engine's backoff while retries remain and `retry` is set, else dead-lettered. */
-export async function fail(ctx: GrpcContext, auth: AuthContext, request: FailRequest): Promise<FailResponse> {
+export async function fail(ctx: GrpcContext, grant: Grant, request: FailRequest): Promise<FailResponse> {
+  const auth = grant.auth;
   const workerId = checkWorkerId(request.worker_id);
+  if (!(await grant.jobInReach(ctx.db, request.job_id))) throw fenceError('not_owned');
   const [outcome] = await jobFailMany(ctx.db, auth.organizationId, [{
     id: request.job_id,
     workerId,
@@ -157,8 +162,10 @@ export async function fail(ctx: GrpcContext, auth: AuthContext, request: FailReq
 }
 
 /** Extends the worker's lease; a job it does not hold is `success: false`, not an error. */
-export async function renewLease(ctx: GrpcContext, auth: AuthContext, request: RenewLeaseRequest): Promise<RenewLeaseResponse> {
+export async function renewLease(ctx: GrpcContext, grant: Grant, request: RenewLeaseRequest): Promise<RenewLeaseResponse> {
+  const auth = grant.auth;
   const workerId = checkWorkerId(request.worker_id);
+  if (!(await grant.jobInReach(ctx.db, request.job_id))) return { success: false, new_expires_at: null };
   const outcome = await jobHeartbeat(ctx.db, {
     organizationId: auth.organizationId,
     id: request.job_id,
@@ -171,16 +178,17 @@ export async function renewLease(ctx: GrpcContext, auth: AuthContext, request: R
 }
 
 /** The job, or unset when no job of the caller's organization has that id (any string). */
-export async function getJob(ctx: GrpcContext, auth: AuthContext, request: { job_id: string }): Promise<{ job: ProtoJob | null }> {
-  const row = await jobGet(ctx.db, auth.organizationId, request.job_id);
-  return { job: row ? jobToProto(row) : null };
+export async function getJob(ctx: GrpcContext, grant: Grant, request: { job_id: string }): Promise<{ job: ProtoJob | null }> {
+  const row = await jobGet(ctx.db, grant.organizationId, request.job_id);
+  // A job of a queue out of the key's reach is answered like a missing one.
+  return { job: row && grant.allows(row.queue_name) ? jobToProto(row) : null };
 }
 
 /** Counts by status; an unknown queue is all zeros. */
-export async function getQueueStats(ctx: GrpcContext, auth: AuthContext, request: { queue_name: string }) {
+export async function getQueueStats(ctx: GrpcContext, grant: Grant, request: { queue_name: string }) {
   const queueName = checkQueueName(request.queue_name);
-  assertQueueAllowed(auth, queueName);
-  const counts = await queueJobCounts(ctx.db, auth.organizationId, queueName);
+  grant.queue(queueName);
+  const counts = await queueJobCounts(ctx.db, grant.organizationId, queueName);
   const s = counts.byStatus;
   return {
     queue_name: queueName,
@@ -197,16 +205,16 @@ export async function getQueueStats(ctx: GrpcContext, auth: AuthContext, request
 
 /** The QueueService implementation for grpc-js. */
 export function queueService(ctx: GrpcContext): UntypedServiceImplementation {
-  const bind = <Req, Res>(method: string, fn: (ctx: GrpcContext, auth: AuthContext, request: Req) => Promise<Res>) =>
-    unary<Req, Res>(ctx, method, (auth, request) => fn(ctx, auth, request));
+  const bind = <Req, Res>(method: string, operation: Operation, fn: (ctx: GrpcContext, grant: Grant, request: Req) => Promise<Res>) =>
+    unary<Req, Res>(ctx, method, operation, (grant, request) => fn(ctx, grant, request));
   return {
-    Enqueue: bind('Enqueue', enqueue),
-    Dequeue: bind('Dequeue', dequeue),
-    Complete: bind('Complete', complete),
-    Fail: bind('Fail', fail),
-    RenewLease: bind('RenewLease', renewLease),
-    GetJob: bind('GetJob', getJob),
-    GetQueueStats: bind('GetQueueStats', getQueueStats),
+    Enqueue: bind('Enqueue', 'job.create', enqueue),
+    Dequeue: bind('Dequeue', 'job.claim', dequeue),
+    Complete: bind('Complete', 'job.complete', complete),
+    Fail: bind('Fail', 'job.fail', fail),
+    RenewLease: bind('RenewLease', 'job.heartbeat', renewLease),
+    GetJob: bind('GetJob', 'job.read', getJob),
+    GetQueueStats: bind('GetQueueStats', 'queue.read', getQueueStats),
     StreamJobs: streamJobs(ctx),
     ProcessJobs: processJobs(ctx),
   };

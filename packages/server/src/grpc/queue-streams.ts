@@ -1,7 +1,7 @@
 import type { ServerDuplexStream, ServerWritableStream } from '@grpc/grpc-js';
 import { ClaimWaiters, claimWithWait } from '../claim-waiters.js';
-import type { AuthContext } from '../http/auth.js';
-import { authenticateCall, type GrpcContext } from './call.js';
+import { authorize, type Grant, type LiveAuthorization } from '../authorization.js';
+import { authorizeStream, type GrpcContext } from './call.js';
 import { jobToProto, type ProtoJob } from './convert.js';
 import { statusName, toGrpcFailure, toServiceError } from './errors.js';
 import {
@@ -89,21 +89,24 @@ export function streamJobs(ctx: GrpcContext) {
 
 async function runStreamJobs(ctx: GrpcContext, call: ServerWritableStream<StreamJobsRequest, ProtoJob>): Promise<void> {
   const signal = callSignal(ctx, call);
-  let auth: AuthContext;
+  let live: LiveAuthorization;
   let params: ReturnType<typeof dequeueParams>;
   try {
-    auth = await authenticateCall(ctx, call.metadata);
-    params = dequeueParams(auth, call.request);
+    live = await authorizeStream(ctx, call.metadata);
+    params = dequeueParams(authorize(live.last, 'job.claim'), call.request);
   } catch (err) {
     return endWithError(ctx, call, err, 'StreamJobs');
   }
   try {
-    const key = ClaimWaiters.key(auth.organizationId, params.queueName);
+    const key = ClaimWaiters.key(live.last.organizationId, params.queueName);
     let batch = 1;
     while (!signal.aborted) {
       const limit = batch;
+      // The key is read again while the stream lasts: a revoked or narrowed key stops it (UNAUTHENTICATED, PERMISSION_DENIED).
+      const grant = await live.grant('job.claim');
+      grant.queue(params.queueName);
       const rows = await claimWithWait(ctx.claimWaiters, { key, waitMs: IDLE_POLL_MS, limit, signal }, () =>
-        claimJobs(ctx, auth, params.queueName, params.workerId, limit, params.lease));
+        claimJobs(ctx, grant, params.queueName, params.workerId, limit, params.lease));
       if (rows.length === 0) {
         // Closed waiters answer at once: the process is stopping, so stop too rather than spin.
         if (ctx.claimWaiters.closed) break;
@@ -156,9 +159,9 @@ async function runProcessJobs(ctx: GrpcContext, call: ServerDuplexStream<Process
   signal.addEventListener('abort', poke, { once: true });
   const nextArrival = () => new Promise<void>((resolve) => (arrived = resolve));
 
-  let auth: AuthContext;
+  let live: LiveAuthorization;
   try {
-    auth = await authenticateCall(ctx, call.metadata);
+    live = await authorizeStream(ctx, call.metadata);
   } catch (err) {
     return endWithError(ctx, call, err, 'ProcessJobs');
   }
@@ -174,7 +177,9 @@ async function runProcessJobs(ctx: GrpcContext, call: ServerDuplexStream<Process
       const interrupt = new AbortController();
       const interruptOn = AbortSignal.any([signal, interrupt.signal]);
       arrived = () => interrupt.abort();
-      const response = await processOne(ctx, auth, request, interruptOn, () => inbox.length > 0 || ended);
+      // A key revoked while the stream is open ends it (UNAUTHENTICATED).
+      await live.current();
+      const response = await processOne(ctx, live, request, interruptOn, () => inbox.length > 0 || ended);
       arrived = null;
       if (call.cancelled) return;
       if (!call.write(response)) await drained(call, signal);
@@ -186,21 +191,22 @@ async function runProcessJobs(ctx: GrpcContext, call: ServerDuplexStream<Process
 }
 
 /** Answers one ProcessRequest; failures become an ErrorResponse, never a broken stream. */
-async function processOne(ctx: GrpcContext, auth: AuthContext, request: ProcessRequest, interrupt: AbortSignal, busy: () => boolean): Promise<ProcessResponse> {
+async function processOne(ctx: GrpcContext, live: LiveAuthorization, request: ProcessRequest, interrupt: AbortSignal, busy: () => boolean): Promise<ProcessResponse> {
   const kind = request.request ?? (['dequeue', 'complete', 'fail', 'renew_lease'] as const).find((key) => request[key] != null);
+  const grant = (operation: Parameters<typeof authorize>[1]) => authorize(live.last, operation);
   try {
     switch (kind) {
       case 'dequeue': {
         if (ctx.shutdown.aborted) return { error: { code: 'UNAVAILABLE', message: 'Server is shutting down' } };
-        const job = await dequeueOne(ctx, auth, request.dequeue!, interrupt, busy);
+        const job = await dequeueOne(ctx, grant('job.claim'), request.dequeue!, interrupt, busy);
         return job ? { job } : { error: { code: 'NO_JOBS', message: 'No jobs available' } };
       }
       case 'complete':
-        return { complete: await complete(ctx, auth, request.complete!) };
+        return { complete: await complete(ctx, grant('job.complete'), request.complete!) };
       case 'fail':
-        return { fail: await fail(ctx, auth, request.fail!) };
+        return { fail: await fail(ctx, grant('job.fail'), request.fail!) };
       case 'renew_lease':
-        return { renew_lease: await renewLease(ctx, auth, request.renew_lease!) };
+        return { renew_lease: await renewLease(ctx, grant('job.heartbeat'), request.renew_lease!) };
       default:
         return { error: { code: 'INVALID_REQUEST', message: 'Empty request: set one of dequeue, complete, fail, renew_lease' } };
     }
@@ -210,11 +216,11 @@ async function processOne(ctx: GrpcContext, auth: AuthContext, request: ProcessR
   }
 }
 
-async function dequeueOne(ctx: GrpcContext, auth: AuthContext, request: DequeueRequest, interrupt: AbortSignal, busy: () => boolean): Promise<ProtoJob | null> {
-  const params = dequeueParams(auth, { ...request, batch_size: 1 });
-  const key = ClaimWaiters.key(auth.organizationId, params.queueName);
+async function dequeueOne(ctx: GrpcContext, grant: Grant, request: DequeueRequest, interrupt: AbortSignal, busy: () => boolean): Promise<ProtoJob | null> {
+  const params = dequeueParams(grant, { ...request, batch_size: 1 });
+  const key = ClaimWaiters.key(grant.organizationId, params.queueName);
   const waitMs = busy() ? 0 : PROCESS_DEQUEUE_WAIT_MS;
   const [row] = await claimWithWait(ctx.claimWaiters, { key, waitMs, limit: 1, signal: interrupt }, () =>
-    claimJobs(ctx, auth, params.queueName, params.workerId, 1, params.lease));
+    claimJobs(ctx, grant, params.queueName, params.workerId, 1, params.lease));
   return row ? jobToProto(row) : null;
 }

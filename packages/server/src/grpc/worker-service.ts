@@ -1,7 +1,7 @@
 import type { UntypedServiceImplementation } from '@grpc/grpc-js';
 import { clamp, LIMITS, PayloadTooLargeError, ValidationError } from '@spool/protocol';
 import { workerDeregister, workerHeartbeat, workerRegister } from '@spool/engine';
-import { assertQueueAllowed, type AuthContext } from '../http/auth.js';
+import type { Grant } from '../authorization.js';
 import { jsonBytes } from '../wire/common.js';
 import { unary, type GrpcContext } from './call.js';
 import { checkQueueName, checkWorkerId, GRPC_DEFAULT_LEASE_SECONDS, optionalString } from './validate.js';
@@ -43,14 +43,14 @@ function metadataOf(map: Record<string, string> | null | undefined): Record<stri
 }
 
 /** Registers a worker for a queue; returns its id with the lease and heartbeat periods to use. */
-export async function register(ctx: GrpcContext, auth: AuthContext, request: RegisterWorkerRequest) {
+export async function register(ctx: GrpcContext, grant: Grant, request: RegisterWorkerRequest) {
   const queueName = checkQueueName(request.queue_name);
   const hostname = optionalString(request.hostname) ?? 'unknown';
   if (!HOSTNAME_PATTERN.test(hostname)) {
     throw new ValidationError("hostname must be 1-255 letters, digits, '.', '-' or '_'", { field: 'hostname' });
   }
   const worker = {
-    organizationId: auth.organizationId,
+    organizationId: grant.organizationId,
     queueName,
     hostname,
     workerType: shortText(request.worker_type, 'worker_type'),
@@ -58,17 +58,19 @@ export async function register(ctx: GrpcContext, auth: AuthContext, request: Reg
     metadata: metadataOf(request.metadata),
     version: shortText(request.version, 'version'),
   };
-  assertQueueAllowed(auth, queueName);
+  grant.queue(queueName);
   const { id } = await workerRegister(ctx.db, worker);
   return { worker_id: id, lease_duration_secs: GRPC_DEFAULT_LEASE_SECONDS, heartbeat_interval_secs: HEARTBEAT_INTERVAL_SECS };
 }
 
 /** Records a heartbeat; `acknowledged: false` for an unknown worker. */
-export async function heartbeat(ctx: GrpcContext, auth: AuthContext, request: HeartbeatRequest) {
+export async function heartbeat(ctx: GrpcContext, grant: Grant, request: HeartbeatRequest) {
   const id = checkWorkerId(request.worker_id);
+  // A worker of queues out of the key's reach is answered like an unknown one.
+  if (!(await grant.workerInReach(ctx.db, id))) return { acknowledged: false, should_drain: false };
   const status = (WORKER_STATUSES as readonly string[]).includes(request.status) ? (request.status as (typeof WORKER_STATUSES)[number]) : 'healthy';
   const worker = await workerHeartbeat(ctx.db, {
-    organizationId: auth.organizationId,
+    organizationId: grant.organizationId,
     id,
     currentJobs: clamp(Math.trunc(request.current_jobs) || 0, 0, 100_000),
     status,
@@ -78,16 +80,17 @@ export async function heartbeat(ctx: GrpcContext, auth: AuthContext, request: He
 }
 
 /** Marks the worker offline and returns its processing jobs to pending; `success: false` when unknown. */
-export async function deregister(ctx: GrpcContext, auth: AuthContext, request: { worker_id: string }) {
+export async function deregister(ctx: GrpcContext, grant: Grant, request: { worker_id: string }) {
   const id = checkWorkerId(request.worker_id);
-  return { success: (await workerDeregister(ctx.db, auth.organizationId, id)) !== null };
+  if (!(await grant.workerInReach(ctx.db, id))) return { success: false };
+  return { success: (await workerDeregister(ctx.db, grant.organizationId, id)) !== null };
 }
 
 /** The WorkerService implementation for grpc-js. */
 export function workerService(ctx: GrpcContext): UntypedServiceImplementation {
   return {
-    Register: unary<RegisterWorkerRequest, unknown>(ctx, 'Register', (auth, request) => register(ctx, auth, request)),
-    Heartbeat: unary<HeartbeatRequest, unknown>(ctx, 'Heartbeat', (auth, request) => heartbeat(ctx, auth, request)),
-    Deregister: unary<{ worker_id: string }, unknown>(ctx, 'Deregister', (auth, request) => deregister(ctx, auth, request)),
+    Register: unary<RegisterWorkerRequest, unknown>(ctx, 'Register', 'worker.register', (grant, request) => register(ctx, grant, request)),
+    Heartbeat: unary<HeartbeatRequest, unknown>(ctx, 'Heartbeat', 'worker.heartbeat', (grant, request) => heartbeat(ctx, grant, request)),
+    Deregister: unary<{ worker_id: string }, unknown>(ctx, 'Deregister', 'worker.deregister', (grant, request) => deregister(ctx, grant, request)),
   };
 }

@@ -1,5 +1,5 @@
 import type { FastifyInstance, FastifyRequest } from 'fastify';
-import { AccessDeniedError, AuthenticationError } from '@spool/protocol';
+import { AuthenticationError, type ApiKeyRole } from '@spool/protocol';
 import { apiKeyById, apiKeyTouch, isUuid, type ApiKeyIdentity, type Db } from '@spool/engine';
 import type { ApiKeyCache } from './api-key-cache.js';
 import type { TokenClaims, TokenService, TokenType } from './jwt.js';
@@ -10,6 +10,8 @@ export interface AuthContext {
   apiKeyId: string;
   /** [] or containing "*" = every queue. */
   queues: string[];
+  /** What the key may do (authorization.ts); read from the key on every request, like `queues`. */
+  role: ApiKeyRole;
   rateLimit: number | null;
   planTier: string;
   /** The organization's overrides of its plan's limits. */
@@ -46,6 +48,7 @@ function contextOf(key: ApiKeyIdentity, via: 'api_key' | 'jwt', token: TokenClai
     organizationId: key.organization_id,
     apiKeyId: key.id,
     queues: key.queues,
+    role: key.role,
     rateLimit: key.rate_limit,
     planTier: key.plan_tier,
     customLimits: key.custom_limits,
@@ -124,15 +127,4 @@ export function requireAuth(app: FastifyInstance, services: AuthServices): void 
 export function authOf(request: FastifyRequest): AuthContext {
   if (!request.auth) throw new AuthenticationError();
   return request.auth;
-}
-
-/** True when the key may use `queue` ([] or "*" = all queues; "prefix*" matches a prefix). */
-export function queueAllowed(auth: AuthContext, queue: string): boolean {
-  if (auth.queues.length === 0) return true;
-  return auth.queues.some((pattern) => pattern === '*' || pattern === queue || (pattern.endsWith('*') && queue.startsWith(pattern.slice(0, -1))));
-}
-
-/** 403 unless the key may use `queue`. */
-export function assertQueueAllowed(auth: AuthContext, queue: string): void {
-  if (!queueAllowed(auth, queue)) throw new AccessDeniedError(`This API key may not use queue "${queue}"`);
 }

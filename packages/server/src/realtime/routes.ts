@@ -3,7 +3,8 @@ import { Type } from 'typebox';
 import { isTerminal, type JobStatus } from '@spool/protocol';
 import { isUuid, realtimeJobState, realtimeQueueStats } from '@spool/engine';
 import type { AppContext } from '../app.js';
-import { authenticate, type AuthContext } from '../http/auth.js';
+import type { Operation } from '../authorization.js';
+import { RealtimeAuthorization } from './authorization.js';
 import { errorBody } from '../http/errors.js';
 import { ConnectionRegistry, realtimeCredential } from './connections.js';
 import { dottedName, envelope, parseEventFilter, type RealtimeEvent } from './events.js';
@@ -32,11 +33,17 @@ function resumePoint(request: FastifyRequest): StreamPosition | null {
 }
 
 /** Authenticates (401 before anything is streamed), opens the SSE response and registers it. */
-async function openSse(rt: RealtimeContext, request: FastifyRequest, reply: FastifyReply): Promise<{ auth: AuthContext; conn: SseConnection }> {
-  const auth = await authenticate(rt.app, realtimeCredential(request));
-  const conn = new SseConnection(request, reply, auth.organizationId);
+/**
+ * Authenticates and authorizes `operation` (401/403 before the stream opens),
+ * then opens the stream; it closes when the key stops authorizing it.
+ */
+async function openSse(rt: RealtimeContext, request: FastifyRequest, reply: FastifyReply, operation: Operation): Promise<{ authz: RealtimeAuthorization; conn: SseConnection }> {
+  const authz = await RealtimeAuthorization.open(rt.app, realtimeCredential(request), operation);
+  if (operation === 'queue.read') authz.grant.queue((request.params as { name: string }).name);
+  const conn = new SseConnection(request, reply, authz.auth.organizationId);
   conn.onClose(rt.connections.add(conn));
-  return { auth, conn };
+  conn.onClose(authz.watch(() => conn.close()));
+  return { authz, conn };
 }
 
 /** Attaches the stream, then starts the response: every event from then on reaches the client. */
@@ -54,10 +61,11 @@ function sseRoutes(app: FastifyInstance, rt: RealtimeContext): void {
   app.get<{ Querystring: { events?: string } }>('/events', {
     schema: { tags: ['realtime'], summary: "Server-Sent Events: the organization's job, queue, worker and schedule events (supports Last-Event-ID)", querystring: EventsQuery },
   }, async (request, reply) => {
-    const { auth, conn } = await openSse(rt, request, reply);
+    const { authz, conn } = await openSse(rt, request, reply, 'events.read');
     const filter = parseEventFilter(request.query.events);
     const stream = new EventStream({
-      organizationId: auth.organizationId,
+      organizationId: authz.auth.organizationId,
+      visible: (event) => authz.visible(event),
       onEvent: (event, token) => {
         const envelopes = event.envelopes.filter((e) => !filter || filter.has(dottedName(e.type)));
         if (envelopes.length > 0) conn.send(envelopes, token());
@@ -73,7 +81,8 @@ function sseRoutes(app: FastifyInstance, rt: RealtimeContext): void {
   app.get<{ Params: { id: string } }>('/events/jobs/:id', {
     schema: { tags: ['realtime'], summary: "Server-Sent Events: one job's status changes; ends after a terminal status", params: Type.Object({ id: Type.String() }), querystring: EventsQuery },
   }, async (request, reply) => {
-    const { auth, conn } = await openSse(rt, request, reply);
+    const { authz, conn } = await openSse(rt, request, reply, 'job.read');
+    const auth = authz.auth;
     const jobId = request.params.id;
     const resume = resumePoint(request);
     let last: string | null = null;
@@ -86,6 +95,7 @@ function sseRoutes(app: FastifyInstance, rt: RealtimeContext): void {
     const stream = new EventStream({
       organizationId: auth.organizationId,
       jobId: isUuid(jobId) ? jobId : null,
+      visible: (event) => authz.visible(event),
       onEvent: (event, token) => {
         if (event.log !== 'history' || event.jobId !== jobId || event.id <= ignoreUpTo || !event.toStatus || event.toStatus === last) return;
         change(event, last ?? event.fromStatus ?? '', event.toStatus, token());
@@ -93,7 +103,9 @@ function sseRoutes(app: FastifyInstance, rt: RealtimeContext): void {
       onOverflow: () => conn.close(),
     });
     await start(rt, conn, stream, resume, async () => {
-      const state = isUuid(jobId) ? await realtimeJobState(rt.app.db, auth.organizationId, jobId) : null;
+      const found = isUuid(jobId) ? await realtimeJobState(rt.app.db, auth.organizationId, jobId) : null;
+      // A job of a queue out of the key's reach is answered like a missing one.
+      const state = found && authz.visible({ queueName: found.queue_name }) ? found : null;
       if (!state) {
         conn.send([envelope('Error', { message: 'Job not found', job_id: jobId })]);
         conn.close();
@@ -111,7 +123,8 @@ function sseRoutes(app: FastifyInstance, rt: RealtimeContext): void {
   app.get<{ Params: { name: string }; Querystring: { events?: string } }>('/events/queues/:name', {
     schema: { tags: ['realtime'], summary: "Server-Sent Events: a queue's QueueStats every 5 s, its job events and queue.paused/queue.resumed", params: Type.Object({ name: Type.String() }), querystring: EventsQuery },
   }, async (request, reply) => {
-    const { auth, conn } = await openSse(rt, request, reply);
+    const { authz, conn } = await openSse(rt, request, reply, 'queue.read');
+    const auth = authz.auth;
     const queueName = request.params.name;
     const filter = parseEventFilter(request.query.events);
     const stats = async () => {
@@ -126,6 +139,7 @@ function sseRoutes(app: FastifyInstance, rt: RealtimeContext): void {
     const stream = new EventStream({
       organizationId: auth.organizationId,
       queueName,
+      visible: (event) => authz.visible(event),
       onEvent: (event, token) => {
         // The queue's job events and its queue.paused / queue.resumed.
         if (event.queueName !== queueName || (event.eventType !== null && !event.eventType.startsWith('queue.'))) return;

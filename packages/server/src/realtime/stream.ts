@@ -9,6 +9,8 @@ export interface StreamOptions {
   /** Narrows a replay to one job or queue (the live filter is `onEvent`'s business). */
   jobId?: string | null;
   queueName?: string | null;
+  /** Whether the caller's key may see the event (its queue: realtime/authorization.ts); events it may not are skipped. */
+  visible(event: RealtimeEvent): boolean;
   /** Called for each event of this organization not yet given to the client; `token` is its resume point. */
   onEvent(event: RealtimeEvent, token: () => string): void;
   /** The client fell too far behind (bounded memory): close it. */
@@ -138,7 +140,7 @@ export class EventStream implements HubSubscriber {
   }
 
   #emit(event: RealtimeEvent, token: () => string): void {
-    if (this.#closed || event.organizationId !== this.#options.organizationId) return;
+    if (this.#closed || event.organizationId !== this.#options.organizationId || !this.#options.visible(event)) return;
     this.#options.onEvent(event, token);
   }
 

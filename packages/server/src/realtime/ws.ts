@@ -1,7 +1,7 @@
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import type { WebSocket } from 'ws';
 import { RateLimitError } from '@spool/protocol';
-import { authenticate } from '../http/auth.js';
+import { RealtimeAuthorization } from './authorization.js';
 import { errorBody } from '../http/errors.js';
 import type { Closable } from './connections.js';
 import { realtimeCredential } from './connections.js';
@@ -94,6 +94,9 @@ class WsClient implements Closable {
   }
 }
 
+/** The authorization made before the upgrade, handed to the socket's handler. */
+const authorizations = new WeakMap<FastifyRequest, RealtimeAuthorization>();
+
 /** CONTRACT §4.1: GET /api/v1/ws. Authenticated before the upgrade (plain 401 on failure). */
 export function websocketRoute(app: FastifyInstance, rt: RealtimeContext): void {
   app.route<{ Querystring: WsQuery }>({
@@ -103,17 +106,21 @@ export function websocketRoute(app: FastifyInstance, rt: RealtimeContext): void 
     handler: async (_request, reply) => reply.code(426).header('upgrade', 'websocket').send(errorBody('BAD_REQUEST', 'This endpoint speaks WebSocket: connect with Upgrade: websocket')),
     schema: { tags: ['realtime'], summary: 'WebSocket: Ping on open and every 30 s; job, queue, worker and schedule events; Subscribe/Unsubscribe/Ping commands' },
     onRequest: async (request: FastifyRequest) => {
-      request.auth = await authenticate(rt.app, realtimeCredential(request));
+      const authz = await RealtimeAuthorization.open(rt.app, realtimeCredential(request), 'events.read');
+      authorizations.set(request, authz);
+      request.auth = authz.auth;
       if (rt.connections.count(request.auth.organizationId, (c) => (c as { kind?: string }).kind === 'ws') >= MAX_CONNECTIONS_PER_ORG) {
         throw new RateLimitError(5, `At most ${MAX_CONNECTIONS_PER_ORG} WebSocket connections per organization`);
       }
     },
     wsHandler: (socket, request) => {
-      const auth = request.auth!;
-      const client = new WsClient(socket, auth.organizationId, request.query);
+      const authz = authorizations.get(request)!;
+      const client = new WsClient(socket, authz.auth.organizationId, request.query);
       const unregister = rt.connections.add(client);
+      const unwatch = authz.watch((reason) => client.close(reason.slice(0, 100)));
       const stream = new EventStream({
-        organizationId: auth.organizationId,
+        organizationId: authz.auth.organizationId,
+        visible: (event) => authz.visible(event),
         onEvent: (event) => client.deliver(event),
         onOverflow: () => socket.terminate(),
       });
@@ -122,6 +129,7 @@ export function websocketRoute(app: FastifyInstance, rt: RealtimeContext): void 
       ping.unref();
       socket.on('close', () => {
         clearInterval(ping);
+        unwatch();
         unregister();
         stream.close(rt.hub);
       });

@@ -128,6 +128,7 @@ export function authPublicRoutes(app: FastifyInstance, ctx: AppContext): void {
 /** POST /auth/logout: needs the access token it revokes (an API key is accepted as a no-op). */
 export function authRoutes(app: FastifyInstance, ctx: AppContext): void {
   app.post<{ Body: { refresh_token?: string | null } }>('/auth/logout', {
+    config: { operation: 'auth.self' },
     schema: { tags: ['auth'], summary: 'Revoke the presented access token (and a refresh token, if given)', body: LogoutBody, response: { 204: Type.Null() } },
   }, async (request, reply) => {
     const auth = authOf(request);

@@ -23,6 +23,7 @@ const StatusResponse = Type.Object({
 export function billingRoutes(app: FastifyInstance, ctx: AppContext): void {
   const tags = ['billing'];
   app.get('/billing/status', {
+    config: { operation: 'billing.read' },
     schema: { tags, summary: 'Plan and subscription state', response: { 200: StatusResponse } },
   }, async (request) => {
     const row = await organizationGet(ctx.db, authOf(request).organizationId);
@@ -38,6 +39,7 @@ export function billingRoutes(app: FastifyInstance, ctx: AppContext): void {
   });
 
   app.post<{ Body: { return_url: string } }>('/billing/portal', {
+    config: { operation: 'billing.manage' },
     schema: {
       tags,
       summary: 'Billing portal (not available without a payment provider: 404 after validation)',

@@ -2,7 +2,7 @@ import type { FastifyInstance } from 'fastify';
 import { Type } from 'typebox';
 import { organizationDashboard } from '@spool/engine';
 import type { AppContext } from '../app.js';
-import { authOf } from '../http/auth.js';
+import { grantOf } from '../http/route-authorization.js';
 
 const Int = Type.Integer();
 const DashboardResponse = Type.Object({
@@ -34,9 +34,11 @@ const round = (value: number | null): number | null => (value === null ? null : 
 /** CONTRACT §3.16; clients also use it to probe that a key works, so `system.version` is always there. */
 export function dashboardRoutes(app: FastifyInstance, ctx: AppContext): void {
   app.get('/dashboard', {
+    config: { operation: 'dashboard.read' },
     schema: { tags: ['dashboard'], summary: "The organization's overview in one call", response: { 200: DashboardResponse } },
   }, async (request) => {
-    const d = await organizationDashboard(ctx.db, authOf(request).organizationId);
+    const grant = grantOf(request);
+    const d = await organizationDashboard(ctx.db, grant.organizationId, grant.queueFilter);
     return {
       system: {
         version: ctx.version,

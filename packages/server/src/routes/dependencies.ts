@@ -3,7 +3,7 @@ import { Type } from 'typebox';
 import { NotFoundError, ValidationError } from '@spool/protocol';
 import { jobDependenciesAddTx, jobDependenciesGet } from '@spool/engine';
 import type { AppContext } from '../app.js';
-import { authOf } from '../http/auth.js';
+import { grantOf } from '../http/route-authorization.js';
 import { IdParams } from '../wire/common.js';
 
 const JobIdList = Type.Array(Type.String({ maxLength: 100 }), { minItems: 1, maxItems: 100 });
@@ -28,6 +28,7 @@ const Edge = Type.Object({ job_id: Type.String(), queue_name: Type.Union([Type.S
 /** CONTRACT §3.10: GET/POST /jobs/{id}/dependencies. */
 export function dependencyRoutes(app: FastifyInstance, ctx: AppContext): void {
   app.get<{ Params: { id: string } }>('/jobs/:id/dependencies', {
+    config: { operation: 'job.read', addresses: 'job' },
     schema: {
       tags: ['workflows'],
       summary: "A job's dependencies and dependents",
@@ -44,12 +45,16 @@ export function dependencyRoutes(app: FastifyInstance, ctx: AppContext): void {
       },
     },
   }, async (request) => {
-    const view = await jobDependenciesGet(ctx.db, authOf(request).organizationId, request.params.id);
+    const grant = grantOf(request);
+    const view = await jobDependenciesGet(ctx.db, grant.organizationId, request.params.id);
     if (!view) throw new NotFoundError('Job not found');
-    return view;
+    // Edges to jobs of other queues are not the key's to see.
+    const visible = (edge: { queue_name: string | null }) => edge.queue_name !== null && grant.allows(edge.queue_name);
+    return grant.unrestricted ? view : { ...view, dependencies: view.dependencies.filter(visible), dependents: view.dependents.filter(visible) };
   });
 
   app.post<{ Params: { id: string }; Body: AddDependenciesBody }>('/jobs/:id/dependencies', {
+    config: { operation: 'job.add_dependencies', addresses: 'job' },
     schema: {
       tags: ['workflows'],
       summary: 'Make a pending job depend on other jobs (self and cycle-closing edges are skipped)',
@@ -60,8 +65,11 @@ export function dependencyRoutes(app: FastifyInstance, ctx: AppContext): void {
     const body = request.body;
     const ids = body.depends_on_job_ids ?? body.depends_on;
     if (!ids) throw new ValidationError('depends_on_job_ids is required', { field: 'depends_on_job_ids' });
+    const grant = grantOf(request);
+    const [outOfReach] = await grant.jobsOutOfReach(ctx.db, ids);
+    if (outOfReach) throw new NotFoundError('Job not found', { job_id: outOfReach });
     const result = await jobDependenciesAddTx(ctx.db, {
-      organizationId: authOf(request).organizationId,
+      organizationId: grant.organizationId,
       jobId: request.params.id,
       dependsOn: ids,
       dependencyType: body.dependency_type ?? 'completion',

@@ -2,7 +2,7 @@ import type { FastifyInstance } from 'fastify';
 import { Type } from 'typebox';
 import { jobHistory } from '@spool/engine';
 import type { AppContext } from '../app.js';
-import { authOf } from '../http/auth.js';
+import { grantOf } from '../http/route-authorization.js';
 import { IdParams } from '../wire/common.js';
 import { loadJob, queryInt } from './jobs.js';
 
@@ -28,6 +28,7 @@ const HISTORY_MAX = 1000;
  */
 export function jobHistoryRoutes(app: FastifyInstance, ctx: AppContext): void {
   app.get<{ Params: { id: string }; Querystring: { limit?: string } }>('/jobs/:id/history', {
+    config: { operation: 'job.read', addresses: 'job' },
     schema: {
       tags: ['jobs', 'extension'],
       summary: 'Extension: the recorded transitions of a job, oldest first (limit 1..1000, default 500)',
@@ -36,7 +37,7 @@ export function jobHistoryRoutes(app: FastifyInstance, ctx: AppContext): void {
       response: { 200: Type.Array(HistoryEntrySchema) },
     },
   }, async (request) => {
-    const { organizationId } = authOf(request);
+    const { organizationId } = grantOf(request);
     const job = await loadJob(ctx, organizationId, request.params.id.toLowerCase());
     const rows = await jobHistory(ctx.db, organizationId, job.id, queryInt(request.query.limit, HISTORY_DEFAULT, 1, HISTORY_MAX));
     return rows.map((row) => ({ ...row, created_at: row.created_at.toISOString() }));

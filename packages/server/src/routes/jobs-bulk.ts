@@ -3,7 +3,7 @@ import { Type, type Static } from 'typebox';
 import { LIMITS, SpoolError } from '@spool/protocol';
 import { jobInsertMany, type NewJob } from '@spool/engine';
 import type { AppContext } from '../app.js';
-import { assertQueueAllowed, authOf } from '../http/auth.js';
+import { grantOf } from '../http/route-authorization.js';
 import { admitJobs, type JobAdmission } from '../http/job-admission.js';
 import { compileItemValidator } from '../http/validation.js';
 import { DateTime, IdempotencyKey, MaxRetries, Priority, QueueName, Tags, TimeoutSeconds, nullable } from '../wire/common.js';
@@ -50,6 +50,7 @@ const validateItem = compileItemValidator(BulkItem);
 /** POST /jobs/bulk (CONTRACT §3.3): per-item validation, one INSERT for every valid item. */
 export function jobBulkRoutes(app: FastifyInstance, ctx: AppContext): void {
   app.post<{ Body: BulkBody }>('/jobs/bulk', {
+    config: { operation: 'job.create', addresses: 'body_queue' },
     schema: {
       tags: ['jobs'],
       summary: 'Create many jobs in one statement (1..1000; over 100 is a Spool extension)',
@@ -57,9 +58,8 @@ export function jobBulkRoutes(app: FastifyInstance, ctx: AppContext): void {
       response: { 200: BulkResult },
     },
   }, async (request) => {
-    const auth = authOf(request);
+    const auth = grantOf(request).auth;
     const body = request.body;
-    assertQueueAllowed(auth, body.queue_name);
     const failed: { index: number; error: string }[] = [];
     const valid: { index: number; job: NewJob }[] = [];
     const admissions: JobAdmission[] = [];

@@ -3,7 +3,7 @@ import { Type, type Static } from 'typebox';
 import { ValidationError } from '@spool/protocol';
 import { dlqList, dlqPurge, jobRetryMany } from '@spool/engine';
 import type { AppContext } from '../app.js';
-import { authOf } from '../http/auth.js';
+import { grantOf } from '../http/route-authorization.js';
 import { DateTime, QueueName, nullable } from '../wire/common.js';
 import { JobSummarySchema, jobSummaryToWire } from '../wire/job.js';
 import { queryInt } from './jobs.js';
@@ -38,6 +38,7 @@ type PurgeBody = Static<typeof PurgeBody>;
 /** The dead-letter queue (CONTRACT §3.6). */
 export function jobDlqRoutes(app: FastifyInstance, ctx: AppContext): void {
   app.get<{ Querystring: DlqQuery }>('/jobs/dlq', {
+    config: { operation: 'dlq.list' },
     schema: {
       tags: ['dlq'],
       summary: 'Dead-lettered jobs, newest first (limit 1..100 clamped)',
@@ -45,8 +46,10 @@ export function jobDlqRoutes(app: FastifyInstance, ctx: AppContext): void {
       response: { 200: Type.Array(DlqRow) },
     },
   }, async (request) => {
+    const grant = grantOf(request);
     const rows = await dlqList(ctx.db, {
-      organizationId: authOf(request).organizationId,
+      organizationId: grant.organizationId,
+      queues: grant.queueFilter,
       queueName: request.query.queue_name || null,
       limit: queryInt(request.query.limit, 50, 1, 100),
       offset: queryInt(request.query.offset, 0, 0, 1_000_000_000),
@@ -55,6 +58,7 @@ export function jobDlqRoutes(app: FastifyInstance, ctx: AppContext): void {
   });
 
   app.post<{ Body: RetryBody }>('/jobs/dlq/retry', {
+    config: { operation: 'dlq.retry', addresses: 'body_queue' },
     schema: {
       tags: ['dlq'],
       summary: 'Replay dead-lettered jobs: the given ids, else the oldest `limit` of a queue, else of the organization',
@@ -64,8 +68,11 @@ export function jobDlqRoutes(app: FastifyInstance, ctx: AppContext): void {
   }, async (request) => {
     const body = request.body;
     const ids = body.job_ids && body.job_ids.length > 0 ? body.job_ids.map((id) => id.toLowerCase()) : null;
+    const grant = grantOf(request);
+    // Without a queue_name this replays the organization's DLQ: only the key's queues of it.
     const rows = await jobRetryMany(ctx.db, {
-      organizationId: authOf(request).organizationId,
+      organizationId: grant.organizationId,
+      queues: grant.queueFilter,
       ids,
       queueName: body.queue_name ?? null,
       limit: ids ? ids.length : body.limit ?? 100,
@@ -76,6 +83,7 @@ export function jobDlqRoutes(app: FastifyInstance, ctx: AppContext): void {
   });
 
   app.post<{ Body: PurgeBody }>('/jobs/dlq/purge', {
+    config: { operation: 'dlq.purge', addresses: 'body_queue' },
     schema: {
       tags: ['dlq'],
       summary: 'Delete dead-lettered jobs (confirm must be true)',
@@ -85,8 +93,10 @@ export function jobDlqRoutes(app: FastifyInstance, ctx: AppContext): void {
   }, async (request) => {
     const body = request.body;
     if (body.confirm !== true) throw new ValidationError('confirm must be true to purge the dead-letter queue', { field: 'confirm' });
+    const grant = grantOf(request);
     const purged = await dlqPurge(ctx.db, {
-      organizationId: authOf(request).organizationId,
+      organizationId: grant.organizationId,
+      queues: grant.queueFilter,
       queueName: body.queue_name ?? null,
       olderThan: body.older_than ? new Date(body.older_than) : null,
       limit: body.limit ?? 10_000,

@@ -4,7 +4,8 @@ import { LIMITS, PayloadTooLargeError, clamp } from '@spool/protocol';
 import { jobClaim, jobCompleteMany, jobFailMany, jobHeartbeat, type FenceFailure } from '@spool/engine';
 import { ClaimWaiters, claimWithWait } from '../claim-waiters.js';
 import type { AppContext } from '../app.js';
-import { assertQueueAllowed, authOf } from '../http/auth.js';
+import type { Grant } from '../authorization.js';
+import { grantOf } from '../http/route-authorization.js';
 import { errorBody } from '../http/errors.js';
 import { IdParams, QueueName, jsonBytes, nullable } from '../wire/common.js';
 import { JobSchema, jobToWire } from '../wire/job.js';
@@ -90,20 +91,29 @@ function checkResultSize(result: unknown, field: string): void {
   }
 }
 
-/** Items after the first with the same job id are answered as duplicates (one job, one outcome). */
-function splitDuplicates<T extends { job_id: string }>(items: T[]): { unique: T[]; duplicates: Set<number> } {
+/**
+ * Items after the first with the same job id are answered as duplicates (one
+ * job, one outcome); jobs of queues the key may not use are answered as not
+ * owned, like another organization's, and never reach the engine.
+ */
+async function splitBatch<T extends { job_id: string }>(grant: Grant, ctx: AppContext, items: T[]): Promise<{ unique: T[]; duplicates: Set<number>; outOfReach: Set<number> }> {
   const seen = new Set<string>();
   const duplicates = new Set<number>();
+  const outOfReach = new Set<number>();
+  const forbidden = await grant.jobsOutOfReach(ctx.db, items.map((item) => item.job_id));
   const unique: T[] = [];
   items.forEach((item, index) => {
     const key = item.job_id.toLowerCase();
     if (seen.has(key)) duplicates.add(index);
-    else {
+    else if (forbidden.has(key)) {
+      seen.add(key);
+      outOfReach.add(index);
+    } else {
       seen.add(key);
       unique.push(item);
     }
   });
-  return { unique, duplicates };
+  return { unique, duplicates, outOfReach };
 }
 
 const fenceError = (reason: FenceFailure) => (reason === 'lease_mismatch' ? 'lease_expired' : NOT_OWNED);
@@ -111,6 +121,7 @@ const fenceError = (reason: FenceFailure) => (reason === 'lease_mismatch' ? 'lea
 /** The worker protocol (CONTRACT §3.4, §6) and its batch and long-poll extensions. */
 export function jobWorkerRoutes(app: FastifyInstance, ctx: AppContext): void {
   app.post<{ Body: ClaimBody }>('/jobs/claim', {
+    config: { operation: 'job.claim', addresses: 'body_queue' },
     schema: {
       tags: ['worker'],
       summary: 'Lease up to `limit` due jobs of a queue ({ jobs: [] } when none)',
@@ -119,9 +130,8 @@ export function jobWorkerRoutes(app: FastifyInstance, ctx: AppContext): void {
       response: { 200: Type.Object({ jobs: Type.Array(JobSchema) }) },
     },
   }, async (request, reply) => {
-    const auth = authOf(request);
+    const auth = grantOf(request).auth;
     const body = request.body;
-    assertQueueAllowed(auth, body.queue_name);
     const limit = clamp(body.limit ?? 1, 1, LIMITS.claimLimitMax);
     const claim = () => jobClaim(ctx.db, {
       organizationId: auth.organizationId,
@@ -148,6 +158,7 @@ export function jobWorkerRoutes(app: FastifyInstance, ctx: AppContext): void {
   });
 
   app.post<{ Params: { id: string }; Body: CompleteBody }>('/jobs/:id/complete', {
+    config: { operation: 'job.complete', addresses: 'job' },
     schema: {
       tags: ['worker'],
       summary: 'Complete a job this worker holds (404 not owned, 409 LEASE_EXPIRED for a stale lease)',
@@ -156,7 +167,7 @@ export function jobWorkerRoutes(app: FastifyInstance, ctx: AppContext): void {
       response: { 200: Success },
     },
   }, async (request, reply) => {
-    const { organizationId } = authOf(request);
+    const { organizationId } = grantOf(request);
     // Ids are compared as text in places: one canonical spelling.
     const id = request.params.id.toLowerCase();
     checkResultSize(request.body.result, 'result');
@@ -167,6 +178,7 @@ export function jobWorkerRoutes(app: FastifyInstance, ctx: AppContext): void {
   });
 
   app.post<{ Params: { id: string }; Body: FailBody }>('/jobs/:id/fail', {
+    config: { operation: 'job.fail', addresses: 'job' },
     schema: {
       tags: ['worker'],
       summary: 'Report a failure: back to pending with backoff while retries remain, else dead-lettered',
@@ -175,7 +187,7 @@ export function jobWorkerRoutes(app: FastifyInstance, ctx: AppContext): void {
       response: { 200: FailResult },
     },
   }, async (request, reply) => {
-    const { organizationId } = authOf(request);
+    const { organizationId } = grantOf(request);
     // Ids are compared as text in places: one canonical spelling.
     const id = request.params.id.toLowerCase();
     const body = request.body;
@@ -185,6 +197,7 @@ export function jobWorkerRoutes(app: FastifyInstance, ctx: AppContext): void {
   });
 
   app.post<{ Params: { id: string }; Body: HeartbeatBody }>('/jobs/:id/heartbeat', {
+    config: { operation: 'job.heartbeat', addresses: 'job' },
     schema: {
       tags: ['worker'],
       summary: 'Extend the lease on a job this worker holds',
@@ -194,7 +207,7 @@ export function jobWorkerRoutes(app: FastifyInstance, ctx: AppContext): void {
       response: { 200: HeartbeatResult },
     },
   }, async (request, reply) => {
-    const { organizationId } = authOf(request);
+    const { organizationId } = grantOf(request);
     // Ids are compared as text in places: one canonical spelling.
     const id = request.params.id.toLowerCase();
     const body = request.body;
@@ -206,6 +219,7 @@ export function jobWorkerRoutes(app: FastifyInstance, ctx: AppContext): void {
   });
 
   app.post<{ Body: BatchCompleteBody }>('/jobs/complete', {
+    config: { operation: 'job.complete' },
     schema: {
       tags: ['worker', 'extension'],
       summary: 'Extension: complete up to 1000 jobs in one statement',
@@ -214,16 +228,18 @@ export function jobWorkerRoutes(app: FastifyInstance, ctx: AppContext): void {
       response: { 200: BatchResult },
     },
   }, async (request) => {
-    const { organizationId } = authOf(request);
+    const grant = grantOf(request);
+    const { organizationId } = grant;
     const { worker_id: workerId, items } = request.body;
     items.forEach((item, i) => checkResultSize(item.result, `items[${i}].result`));
-    const { unique, duplicates } = splitDuplicates(items);
+    const { unique, duplicates, outOfReach } = await splitBatch(grant, ctx, items);
     const outcomes = await jobCompleteMany(ctx.db, organizationId, unique.map((item) => ({ id: item.job_id.toLowerCase(), workerId, leaseId: item.lease_id, result: item.result })));
     ctx.metrics.observeCompletedOutcomes(organizationId, outcomes);
     const byId = new Map(outcomes.map((o) => [o.id.toLowerCase(), o]));
     return {
       results: items.map((item, index) => {
         if (duplicates.has(index)) return { job_id: item.job_id, success: false, error: 'duplicate_job_id' };
+        if (outOfReach.has(index)) return { job_id: item.job_id, success: false, error: NOT_OWNED };
         const outcome = byId.get(item.job_id.toLowerCase())!;
         return outcome.ok ? { job_id: item.job_id, success: true } : { job_id: item.job_id, success: false, error: fenceError(outcome.reason) };
       }),
@@ -231,6 +247,7 @@ export function jobWorkerRoutes(app: FastifyInstance, ctx: AppContext): void {
   });
 
   app.post<{ Body: BatchFailBody }>('/jobs/fail', {
+    config: { operation: 'job.fail' },
     schema: {
       tags: ['worker', 'extension'],
       summary: 'Extension: fail up to 1000 jobs in one statement',
@@ -239,9 +256,10 @@ export function jobWorkerRoutes(app: FastifyInstance, ctx: AppContext): void {
       response: { 200: BatchResult },
     },
   }, async (request) => {
-    const { organizationId } = authOf(request);
+    const grant = grantOf(request);
+    const { organizationId } = grant;
     const { worker_id: workerId, items } = request.body;
-    const { unique, duplicates } = splitDuplicates(items);
+    const { unique, duplicates, outOfReach } = await splitBatch(grant, ctx, items);
     const outcomes = await jobFailMany(ctx.db, organizationId, unique.map((item) => ({
       id: item.job_id.toLowerCase(), workerId, leaseId: item.lease_id, error: item.error, retryable: item.retryable,
     })));
@@ -249,6 +267,7 @@ export function jobWorkerRoutes(app: FastifyInstance, ctx: AppContext): void {
     return {
       results: items.map((item, index) => {
         if (duplicates.has(index)) return { job_id: item.job_id, success: false, error: 'duplicate_job_id' };
+        if (outOfReach.has(index)) return { job_id: item.job_id, success: false, error: NOT_OWNED };
         const outcome = byId.get(item.job_id.toLowerCase())!;
         return outcome.ok
           ? { job_id: item.job_id, success: true, will_retry: outcome.willRetry }

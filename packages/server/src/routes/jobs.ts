@@ -16,7 +16,7 @@ import {
   type NewJob,
 } from '@spool/engine';
 import type { AppContext } from '../app.js';
-import { assertQueueAllowed, authOf } from '../http/auth.js';
+import { grantOf } from '../http/route-authorization.js';
 import { admitJobs } from '../http/job-admission.js';
 import { DateTime, IdempotencyKey, IdParams, MaxRetries, Priority, QueueName, Tags, TimeoutSeconds, jsonBytes, nullable } from '../wire/common.js';
 import { JobSchema, JobSummarySchema, jobSummaryToWire, jobToWire } from '../wire/job.js';
@@ -108,6 +108,7 @@ const BATCH_STATUS_MAX = 100;
 /** Jobs: create, read, list, stats, batch status, cancel, retry, priority (CONTRACT §3.3). */
 export function jobRoutes(app: FastifyInstance, ctx: AppContext): void {
   app.post<{ Body: CreateJobBody }>('/jobs', {
+    config: { operation: 'job.create', addresses: 'body_queue' },
     schema: {
       tags: ['jobs'],
       summary: 'Create a job (201; 200 with created:false on an idempotent repeat)',
@@ -116,10 +117,9 @@ export function jobRoutes(app: FastifyInstance, ctx: AppContext): void {
       response: { 200: CreatedSchema, 201: CreatedSchema },
     },
   }, async (request, reply) => {
-    const auth = authOf(request);
+    const auth = grantOf(request).auth;
     const body = request.body;
     const payloadBytes = checkJobLimits(body);
-    assertQueueAllowed(auth, body.queue_name);
     const quota = await admitJobs(ctx, auth, [{ queueName: body.queue_name, payloadBytes }]);
     const result = await ctx.enqueueBatcher.enqueue(toNewJob(auth.organizationId, body.queue_name, body)).catch(async (err: unknown) => {
       await quota.settle(0);
@@ -130,6 +130,7 @@ export function jobRoutes(app: FastifyInstance, ctx: AppContext): void {
   });
 
   app.get<{ Querystring: ListQuery }>('/jobs', {
+    config: { operation: 'job.list' },
     schema: {
       tags: ['jobs'],
       summary: 'List jobs (newest first; limit 1..100 clamped; invalid status or order ignored)',
@@ -139,8 +140,10 @@ export function jobRoutes(app: FastifyInstance, ctx: AppContext): void {
   }, async (request) => {
     const q = request.query;
     const orderBy = (JOB_ORDER_COLUMNS as readonly string[]).includes(q.order_by ?? '') ? (q.order_by as JobOrderColumn) : undefined;
+    const grant = grantOf(request);
     const rows = await jobList(ctx.db, {
-      organizationId: authOf(request).organizationId,
+      organizationId: grant.organizationId,
+      queues: grant.queueFilter,
       queueName: q.queue_name || null,
       status: isJobStatus(q.status) ? q.status : null,
       tag: q.tag || null,
@@ -153,10 +156,15 @@ export function jobRoutes(app: FastifyInstance, ctx: AppContext): void {
   });
 
   app.get('/jobs/stats', {
+    config: { operation: 'job.stats' },
     schema: { tags: ['jobs'], summary: 'Job counts by status for the organization', response: { 200: StatsSchema } },
-  }, async (request) => jobStats(ctx.db, authOf(request).organizationId));
+  }, async (request) => {
+    const grant = grantOf(request);
+    return jobStats(ctx.db, grant.organizationId, grant.queueFilter);
+  });
 
   app.get<{ Querystring: { ids?: string } }>('/jobs/status', {
+    config: { operation: 'job.list' },
     schema: {
       tags: ['jobs'],
       summary: 'Status of up to 100 jobs: ?ids=a,b,c (unknown ids are left out)',
@@ -166,15 +174,19 @@ export function jobRoutes(app: FastifyInstance, ctx: AppContext): void {
   }, async (request) => {
     const ids = [...new Set((request.query.ids ?? '').split(',').map((id) => id.trim()).filter((id) => id !== ''))];
     if (ids.length > BATCH_STATUS_MAX) throw new ValidationError(`ids may name at most ${BATCH_STATUS_MAX} jobs (got ${ids.length})`, { field: 'ids' });
-    const rows = await jobStatusMany(ctx.db, authOf(request).organizationId, ids);
+    const grant = grantOf(request);
+    // Jobs of other queues are left out like unknown ids.
+    const rows = (await jobStatusMany(ctx.db, grant.organizationId, ids)).filter((row) => grant.allows(row.queue_name));
     return rows.map((row) => ({ ...row, created_at: row.created_at.toISOString(), completed_at: row.completed_at?.toISOString() ?? null }));
   });
 
   app.get<{ Params: { id: string } }>('/jobs/:id', {
+    config: { operation: 'job.read', addresses: 'job' },
     schema: { tags: ['jobs'], summary: 'Get a job', params: IdParams, response: { 200: JobSchema } },
-  }, async (request) => jobToWire(await loadJob(ctx, authOf(request).organizationId, request.params.id)));
+  }, async (request) => jobToWire(await loadJob(ctx, grantOf(request).organizationId, request.params.id)));
 
   app.delete<{ Params: { id: string } }>('/jobs/:id', {
+    config: { operation: 'job.cancel', addresses: 'job' },
     schema: {
       tags: ['jobs'],
       summary: 'Cancel a pending or scheduled job (204)',
@@ -183,7 +195,7 @@ export function jobRoutes(app: FastifyInstance, ctx: AppContext): void {
     },
   }, async (request, reply) => {
     const id = request.params.id.toLowerCase();
-    const outcome = (await jobCancelMany(ctx.db, authOf(request).organizationId, [id])).get(id)!;
+    const outcome = (await jobCancelMany(ctx.db, grantOf(request).organizationId, [id])).get(id)!;
     switch (outcome.outcome) {
       case 'cancelled':
         return reply.code(204).send();
@@ -197,9 +209,10 @@ export function jobRoutes(app: FastifyInstance, ctx: AppContext): void {
   });
 
   app.post<{ Params: { id: string } }>('/jobs/:id/retry', {
+    config: { operation: 'job.retry', addresses: 'job' },
     schema: { tags: ['jobs'], summary: 'Retry a failed or dead-lettered job now (body ignored)', params: IdParams, response: { 200: JobSchema } },
   }, async (request) => {
-    const { organizationId } = authOf(request);
+    const { organizationId } = grantOf(request);
     const [row] = await jobRetryMany(ctx.db, { organizationId, ids: [request.params.id.toLowerCase()], resetRetryCount: false, from: ['failed', 'deadletter'] });
     if (row) return jobToWire(row);
     const job = await loadJob(ctx, organizationId, request.params.id);
@@ -207,6 +220,7 @@ export function jobRoutes(app: FastifyInstance, ctx: AppContext): void {
   });
 
   app.put<{ Params: { id: string }; Body: { priority: number } }>('/jobs/:id/priority', {
+    config: { operation: 'job.set_priority', addresses: 'job' },
     schema: {
       tags: ['jobs'],
       summary: 'Change the priority of a pending or scheduled job (else 404)',
@@ -215,7 +229,7 @@ export function jobRoutes(app: FastifyInstance, ctx: AppContext): void {
       response: { 200: Type.Object({ job_id: Type.String(), old_priority: Type.Integer(), new_priority: Type.Integer() }) },
     },
   }, async (request) => {
-    const changed = await jobSetPriority(ctx.db, authOf(request).organizationId, request.params.id, request.body.priority);
+    const changed = await jobSetPriority(ctx.db, grantOf(request).organizationId, request.params.id, request.body.priority);
     if (!changed) throw new NotFoundError('No pending or scheduled job with this id', { job_id: request.params.id });
     return { job_id: request.params.id, old_priority: changed.oldPriority, new_priority: changed.newPriority };
   });

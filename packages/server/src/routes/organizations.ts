@@ -127,6 +127,7 @@ export function organizationRoutes(app: FastifyInstance, ctx: AppContext): void 
   const tags = ['organizations'];
 
   app.get('/organizations', {
+    config: { operation: 'organization.read' },
     schema: { tags, summary: "The caller's organization (a list of one)", response: { 200: Type.Array(OrganizationSummarySchema) } },
   }, async (request) => {
     const row = await organizationGet(ctx.db, authOf(request).organizationId);
@@ -134,6 +135,7 @@ export function organizationRoutes(app: FastifyInstance, ctx: AppContext): void 
   });
 
   app.get('/organizations/usage', {
+    config: { operation: 'organization.read' },
     schema: { tags, summary: 'Plan, limits, current usage and warnings', response: { 200: UsageInfoSchema } },
   }, async (request) => {
     const row = await organizationGet(ctx.db, authOf(request).organizationId);
@@ -142,6 +144,7 @@ export function organizationRoutes(app: FastifyInstance, ctx: AppContext): void 
   });
 
   app.get<{ Querystring: { slug: string } }>('/organizations/check-slug', {
+    config: { operation: 'organization.slug' },
     schema: { tags, summary: 'Whether a slug is valid and free (with a suggestion when not)', querystring: Type.Object({ slug: Type.String({ maxLength: 200 }) }), response: { 200: CheckSlugResponse } },
   }, async (request) => {
     const slug = request.query.slug;
@@ -153,10 +156,12 @@ export function organizationRoutes(app: FastifyInstance, ctx: AppContext): void 
   });
 
   app.post<{ Body: { name: string } }>('/organizations/generate-slug', {
+    config: { operation: 'organization.slug' },
     schema: { tags, summary: 'A valid, unused slug derived from a name', body: Type.Object({ name: Type.String({ minLength: 1, maxLength: 100 }) }), response: { 200: Type.Object({ slug: Type.String() }) } },
   }, async (request) => ({ slug: await availableSlug(ctx.db, request.body.name) }));
 
   app.get('/organizations/webhook-token', {
+    config: { operation: 'organization.webhook_token' },
     schema: { tags, summary: 'The token incoming webhooks must present (X-Webhook-Token)', response: { 200: WebhookTokenResponse } },
   }, async (request) => {
     const row = await organizationGet(ctx.db, authOf(request).organizationId);
@@ -165,6 +170,7 @@ export function organizationRoutes(app: FastifyInstance, ctx: AppContext): void 
   });
 
   app.post('/organizations/webhook-token/regenerate', {
+    config: { operation: 'organization.webhook_token' },
     schema: { tags, summary: 'Replace the incoming-webhook token (the old one stops working at once)', response: { 200: WebhookTokenResponse } },
   }, async (request) => {
     const row = await organizationSetWebhookToken(ctx.db, authOf(request).organizationId, `whk_${randomBytes(24).toString('base64url')}`);
@@ -173,6 +179,7 @@ export function organizationRoutes(app: FastifyInstance, ctx: AppContext): void 
   });
 
   app.post('/organizations/webhook-token/clear', {
+    config: { operation: 'organization.webhook_token' },
     schema: { tags, summary: 'Remove the incoming-webhook token (ingestion then needs none)', body: Type.Object({ confirm: Type.Optional(Type.Boolean()) }), response: { 204: Type.Null() } },
   }, async (request, reply) => {
     const row = await organizationSetWebhookToken(ctx.db, authOf(request).organizationId, null);
@@ -181,10 +188,12 @@ export function organizationRoutes(app: FastifyInstance, ctx: AppContext): void 
   });
 
   app.get<{ Params: { id: string } }>('/organizations/:id', {
+    config: { operation: 'organization.read' },
     schema: { tags, summary: 'Get the organization', params: IdParams, response: { 200: OrganizationSchema } },
   }, async (request) => organizationToWire(await ownOrganization(ctx, request, request.params.id)));
 
   app.put<{ Params: { id: string }; Body: { name?: string; billing_email?: string | null; settings?: Record<string, unknown> } }>('/organizations/:id', {
+    config: { operation: 'organization.manage' },
     schema: { tags, summary: 'Update name, billing email or settings (the webhook token is kept)', params: IdParams, body: UpdateBody, response: { 200: OrganizationSchema } },
   }, async (request) => {
     const own = await ownOrganization(ctx, request, request.params.id);
@@ -195,6 +204,7 @@ export function organizationRoutes(app: FastifyInstance, ctx: AppContext): void 
   });
 
   app.delete<{ Params: { id: string } }>('/organizations/:id', {
+    config: { operation: 'organization.manage' },
     schema: { tags, summary: 'Delete the organization and everything it owns (409 while it has active jobs, live workers or active schedules)', params: IdParams, response: { 204: Type.Null() } },
   }, async (request, reply) => {
     const own = await ownOrganization(ctx, request, request.params.id);
@@ -209,6 +219,7 @@ export function organizationRoutes(app: FastifyInstance, ctx: AppContext): void 
   });
 
   app.get<{ Params: { id: string } }>('/organizations/:id/members', {
+    config: { operation: 'organization.read' },
     schema: { tags, summary: 'Members: one per active API key (owner when it may use every queue)', params: IdParams, response: { 200: Type.Array(MemberSchema) } },
   }, async (request) => {
     const own = await ownOrganization(ctx, request, request.params.id);

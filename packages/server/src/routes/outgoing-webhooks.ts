@@ -63,6 +63,7 @@ export function outgoingWebhookRoutes(app: FastifyInstance, ctx: AppContext): vo
   const environment = ctx.config.environment;
 
   app.post<{ Body: WebhookBody }>('/outgoing-webhooks', {
+    config: { operation: 'webhook.manage' },
     schema: { tags: ['webhooks'], summary: 'Register an outgoing webhook', body: WebhookBody, response: { 201: WebhookSchema } },
   }, async (request, reply) => {
     const body = request.body;
@@ -73,14 +74,17 @@ export function outgoingWebhookRoutes(app: FastifyInstance, ctx: AppContext): vo
   });
 
   app.get('/outgoing-webhooks', {
+    config: { operation: 'webhook.read' },
     schema: { tags: ['webhooks'], summary: 'List outgoing webhooks, newest first', response: { 200: Type.Array(WebhookSchema) } },
   }, async (request) => (await webhookList(ctx.db, authOf(request).organizationId)).map(webhookToWire));
 
   app.get<{ Params: { id: string } }>('/outgoing-webhooks/:id', {
+    config: { operation: 'webhook.read' },
     schema: { tags: ['webhooks'], summary: 'Get an outgoing webhook', params: IdParams, response: { 200: WebhookSchema } },
   }, async (request) => webhookToWire(await load(ctx, authOf(request).organizationId, request.params.id)));
 
   app.put<{ Params: { id: string }; Body: Partial<WebhookBody> }>('/outgoing-webhooks/:id', {
+    config: { operation: 'webhook.manage' },
     schema: { tags: ['webhooks'], summary: 'Update an outgoing webhook (any subset of fields)', params: IdParams, body: WebhookPatchBody, response: { 200: WebhookSchema } },
   }, async (request) => {
     const body = request.body;
@@ -99,6 +103,7 @@ export function outgoingWebhookRoutes(app: FastifyInstance, ctx: AppContext): vo
   });
 
   app.delete<{ Params: { id: string } }>('/outgoing-webhooks/:id', {
+    config: { operation: 'webhook.manage' },
     schema: { tags: ['webhooks'], summary: 'Delete an outgoing webhook', params: IdParams },
   }, async (request, reply) => {
     if (!(await webhookDelete(ctx.db, authOf(request).organizationId, request.params.id))) throw new NotFoundError('Webhook not found');
@@ -106,6 +111,7 @@ export function outgoingWebhookRoutes(app: FastifyInstance, ctx: AppContext): vo
   });
 
   app.post<{ Params: { id: string } }>('/outgoing-webhooks/:id/test', {
+    config: { operation: 'webhook.manage' },
     schema: { tags: ['webhooks'], summary: 'Send a webhook.test event now and report the outcome (10 s timeout)', params: IdParams, response: { 200: TestResult } },
   }, async (request) => {
     const org = authOf(request).organizationId;
@@ -124,6 +130,7 @@ export function outgoingWebhookRoutes(app: FastifyInstance, ctx: AppContext): vo
   });
 
   app.get<{ Params: { id: string } }>('/outgoing-webhooks/:id/deliveries', {
+    config: { operation: 'webhook.read' },
     schema: { tags: ['webhooks'], summary: "A webhook's deliveries, newest first (at most 100)", params: IdParams, response: { 200: Type.Array(DeliverySchema) } },
   }, async (request) => {
     const org = authOf(request).organizationId;
@@ -132,6 +139,7 @@ export function outgoingWebhookRoutes(app: FastifyInstance, ctx: AppContext): vo
   });
 
   app.post<{ Params: { id: string; delivery_id: string } }>('/outgoing-webhooks/:id/retry/:delivery_id', {
+    config: { operation: 'webhook.manage' },
     schema: {
       tags: ['webhooks'],
       summary: 'Re-send a delivery now',

@@ -3,7 +3,7 @@ import { Type, type Static } from 'typebox';
 import { ConflictError, LIMITS, NotFoundError, PayloadTooLargeError, QUEUE_NAME_PATTERN } from '@spool/protocol';
 import { queueConfigUpsert, queueDelete, queueGet, queueList, queuePause, queueResume, queueStats } from '@spool/engine';
 import type { AppContext } from '../app.js';
-import { assertQueueAllowed, authOf } from '../http/auth.js';
+import { grantOf } from '../http/route-authorization.js';
 import { MaxRetries, QueueName, jsonBytes, nullable } from '../wire/common.js';
 import {
   PauseResultSchema,
@@ -43,18 +43,24 @@ const notConfigured = (name: string) => new NotFoundError(`Queue "${name}" has n
 /** Queues (CONTRACT §3.7): they exist implicitly; a config row exists after config or pause. */
 export function queueRoutes(app: FastifyInstance, ctx: AppContext): void {
   app.get('/queues', {
+    config: { operation: 'queue.read' },
     schema: { tags: ['queues'], summary: 'Configured queues, by name (at most 100)', response: { 200: Type.Array(QueueSummarySchema) } },
-  }, async (request) => (await queueList(ctx.db, authOf(request).organizationId, 100)).map(queueSummaryToWire));
+  }, async (request) => {
+    const grant = grantOf(request);
+    return (await queueList(ctx.db, grant.organizationId, 100, grant.queueFilter)).map(queueSummaryToWire);
+  });
 
   app.get<{ Params: NameParams }>('/queues/:name', {
+    config: { operation: 'queue.read', addresses: 'queue' },
     schema: { tags: ['queues'], summary: 'A queue\'s config (404 when it has none)', params: AnyNameParams, response: { 200: QueueConfigSchema } },
   }, async (request) => {
-    const row = QUEUE_NAME_PATTERN.test(request.params.name) ? await queueGet(ctx.db, authOf(request).organizationId, request.params.name) : null;
+    const row = QUEUE_NAME_PATTERN.test(request.params.name) ? await queueGet(ctx.db, grantOf(request).organizationId, request.params.name) : null;
     if (!row) throw notConfigured(request.params.name);
     return queueConfigToWire(row);
   });
 
   app.put<{ Params: NameParams; Body: ConfigBody }>('/queues/:name/config', {
+    config: { operation: 'queue.manage', addresses: 'queue' },
     schema: {
       tags: ['queues'],
       summary: 'Create or update a queue\'s config (the path names the queue; absent fields keep their value)',
@@ -63,14 +69,13 @@ export function queueRoutes(app: FastifyInstance, ctx: AppContext): void {
       response: { 200: QueueConfigSchema },
     },
   }, async (request) => {
-    const auth = authOf(request);
+    const grant = grantOf(request);
     const { name } = request.params;
-    assertQueueAllowed(auth, name);
     const body = request.body;
     if (body.settings != null && jsonBytes(body.settings) > LIMITS.tagsBytesMax) {
       throw new PayloadTooLargeError(`settings exceed ${LIMITS.tagsBytesMax} bytes`, { field: 'settings' });
     }
-    const row = await queueConfigUpsert(ctx.db, auth.organizationId, name, {
+    const row = await queueConfigUpsert(ctx.db, grant.organizationId, name, {
       maxRetries: body.max_retries,
       defaultTimeout: body.default_timeout,
       rateLimit: body.rate_limit,
@@ -85,10 +90,11 @@ export function queueRoutes(app: FastifyInstance, ctx: AppContext): void {
   });
 
   app.get<{ Params: NameParams }>('/queues/:name/stats', {
+    config: { operation: 'queue.read', addresses: 'queue' },
     schema: { tags: ['queues'], summary: 'Queue statistics (zeros for a queue without jobs)', params: AnyNameParams, response: { 200: QueueStatsSchema } },
   }, async (request) => {
     const { name } = request.params;
-    const s = await queueStats(ctx.db, authOf(request).organizationId, name);
+    const s = await queueStats(ctx.db, grantOf(request).organizationId, name);
     return {
       queue_name: name,
       pending_jobs: s.pending,
@@ -105,34 +111,34 @@ export function queueRoutes(app: FastifyInstance, ctx: AppContext): void {
   });
 
   app.post<{ Params: NameParams; Body: PauseBody }>('/queues/:name/pause', {
+    config: { operation: 'queue.manage', addresses: 'queue' },
     schema: { tags: ['queues'], summary: 'Pause a queue: claims return [] until resumed (body optional)', params: QueueNameParams, body: PauseBody, response: { 200: PauseResultSchema } },
   }, async (request) => {
-    const auth = authOf(request);
-    assertQueueAllowed(auth, request.params.name);
-    const row = await queuePause(ctx.db, auth.organizationId, request.params.name, request.body.reason ?? null);
+    const grant = grantOf(request);
+    const row = await queuePause(ctx.db, grant.organizationId, request.params.name, request.body.reason ?? null);
     return { queue_name: row.queue_name, paused: true, paused_at: row.paused_at?.toISOString() ?? null, reason: row.pause_reason };
   });
 
   app.post<{ Params: NameParams }>('/queues/:name/resume', {
+    config: { operation: 'queue.manage', addresses: 'queue' },
     schema: { tags: ['queues'], summary: 'Resume a paused queue and wake its waiting claims (404 without config)', params: AnyNameParams, response: { 200: ResumeResultSchema } },
   }, async (request) => {
-    const auth = authOf(request);
+    const grant = grantOf(request);
     const { name } = request.params;
     if (!QUEUE_NAME_PATTERN.test(name)) throw notConfigured(name);
-    assertQueueAllowed(auth, name);
-    const row = await queueResume(ctx.db, auth.organizationId, name);
+    const row = await queueResume(ctx.db, grant.organizationId, name);
     if (!row) throw notConfigured(name);
     return { queue_name: row.queue_name, resumed: true, paused_duration_secs: row.paused_duration_secs };
   });
 
   app.delete<{ Params: NameParams }>('/queues/:name', {
+    config: { operation: 'queue.manage', addresses: 'queue' },
     schema: { tags: ['queues'], summary: 'Delete a queue\'s config (never its jobs); 409 while it has pending or processing jobs', params: AnyNameParams },
   }, async (request, reply) => {
-    const auth = authOf(request);
+    const grant = grantOf(request);
     const { name } = request.params;
     if (!QUEUE_NAME_PATTERN.test(name)) throw notConfigured(name);
-    assertQueueAllowed(auth, name);
-    const outcome = await queueDelete(ctx.db, auth.organizationId, name);
+    const outcome = await queueDelete(ctx.db, grant.organizationId, name);
     if (outcome === 'not_found') throw notConfigured(name);
     if (outcome === 'busy') throw new ConflictError(`Queue "${name}" still has pending or processing jobs`, { queue_name: name });
     return reply.code(204).send();

@@ -16,7 +16,8 @@ import {
   type SchedulePatch,
 } from '@spool/engine';
 import type { AppContext } from '../app.js';
-import { assertQueueAllowed, authOf, type AuthContext } from '../http/auth.js';
+import type { Grant } from '../authorization.js';
+import { grantOf } from '../http/route-authorization.js';
 import { IdParams, MaxRetries, Priority, QueueName, TimeoutSeconds, jsonBytes, nullable } from '../wire/common.js';
 import { ScheduleRunSchema, ScheduleSchema, scheduleRunToWire, scheduleToWire } from '../wire/schedule.js';
 
@@ -93,10 +94,9 @@ function patchOf(body: Body): SchedulePatch {
   };
 }
 
-async function ownedSchedule(ctx: AppContext, auth: AuthContext, id: string): Promise<ScheduleRow> {
-  const schedule = await scheduleGet(ctx.db, auth.organizationId, id);
-  if (!schedule) throw new NotFoundError('Schedule not found');
-  return schedule;
+/** The organization's schedule when its queue is within the key's reach, else 404 (as a missing one). */
+async function ownedSchedule(ctx: AppContext, grant: Grant, id: string): Promise<ScheduleRow> {
+  return grant.object(await scheduleGet(ctx.db, grant.organizationId, id), (s) => [s.queue_name], () => new NotFoundError('Schedule not found'));
 }
 
 function found<T>(value: T | null): T {
@@ -115,22 +115,24 @@ export function scheduleRoutes(app: FastifyInstance, ctx: AppContext): void {
 
 function crudRoutes(app: FastifyInstance, ctx: AppContext): void {
   app.get<{ Querystring: { limit?: string; offset?: string } }>('/schedules', {
+    config: { operation: 'schedule.read' },
     schema: { tags, summary: 'List schedules, newest first', querystring: ListQuery, response: { 200: Type.Array(ScheduleSchema) } },
   }, async (request) => {
     const limit = intQuery(request.query.limit, 100, 1, 500);
     const offset = intQuery(request.query.offset, 0, 0, Number.MAX_SAFE_INTEGER);
-    return (await scheduleList(ctx.db, authOf(request).organizationId, limit, offset)).map(scheduleToWire);
+    const grant = grantOf(request);
+    return (await scheduleList(ctx.db, grant.organizationId, limit, offset, grant.queueFilter)).map(scheduleToWire);
   });
 
   app.post<{ Body: Body }>('/schedules', {
+    config: { operation: 'schedule.manage', addresses: 'body_queue' },
     schema: { tags, summary: 'Create a schedule', body: CreateBody, response: { 201: ScheduleSchema } },
   }, async (request, reply) => {
-    const auth = authOf(request);
+    const grant = grantOf(request);
     const body = request.body;
     checkSizes(body);
-    assertQueueAllowed(auth, body.queue_name);
     const created = await scheduleCreate(ctx.db, {
-      organizationId: auth.organizationId,
+      organizationId: grant.organizationId,
       name: body.name,
       description: body.description ?? null,
       cronExpression: body.cron_expression,
@@ -149,33 +151,35 @@ function crudRoutes(app: FastifyInstance, ctx: AppContext): void {
   });
 
   app.get<{ Params: { id: string } }>('/schedules/:id', {
+    config: { operation: 'schedule.read' },
     schema: { tags, summary: 'Get a schedule', params: IdParams, response: { 200: ScheduleSchema } },
-  }, async (request) => scheduleToWire(await ownedSchedule(ctx, authOf(request), request.params.id)));
+  }, async (request) => scheduleToWire(await ownedSchedule(ctx, grantOf(request), request.params.id)));
 
   app.put<{ Params: { id: string }; Body: Body }>('/schedules/:id', {
+    config: { operation: 'schedule.manage', addresses: 'body_queue' },
     schema: { tags, summary: 'Update a schedule (partial; a new expression or zone recomputes next_run_at)', params: IdParams, body: UpdateBody, response: { 200: ScheduleSchema } },
   }, async (request) => {
-    const auth = authOf(request);
+    const grant = grantOf(request);
     const body = request.body;
     checkSizes(body);
-    const current = await ownedSchedule(ctx, auth, request.params.id);
-    assertQueueAllowed(auth, current.queue_name);
-    if (body.queue_name !== undefined) assertQueueAllowed(auth, body.queue_name);
-    return scheduleToWire(found(await scheduleUpdate(ctx.db, auth.organizationId, request.params.id, patchOf(body))));
+    await ownedSchedule(ctx, grant, request.params.id);
+    return scheduleToWire(found(await scheduleUpdate(ctx.db, grant.organizationId, request.params.id, patchOf(body))));
   });
 
   app.delete<{ Params: { id: string } }>('/schedules/:id', {
+    config: { operation: 'schedule.manage' },
     schema: { tags, summary: 'Delete a schedule and its run history', params: IdParams },
   }, async (request, reply) => {
-    const auth = authOf(request);
-    assertQueueAllowed(auth, (await ownedSchedule(ctx, auth, request.params.id)).queue_name);
-    found((await scheduleDelete(ctx.db, auth.organizationId, request.params.id)) || null);
+    const grant = grantOf(request);
+    await ownedSchedule(ctx, grant, request.params.id);
+    found((await scheduleDelete(ctx.db, grant.organizationId, request.params.id)) || null);
     return reply.code(204).send();
   });
 }
 
 function previewRoutes(app: FastifyInstance, ctx: AppContext): void {
   app.post<{ Body: Body }>('/schedules/preview', {
+    config: { operation: 'schedule.preview' },
     schema: { tags: [...tags, 'extension'], summary: 'Extension: the next fire times of an unsaved expression', body: PreviewBody, response: { 200: PreviewResponse } },
   }, async (request) => {
     const body = request.body;
@@ -187,9 +191,10 @@ function previewRoutes(app: FastifyInstance, ctx: AppContext): void {
   });
 
   app.get<{ Params: { id: string }; Querystring: { count?: string } }>('/schedules/:id/preview', {
+    config: { operation: 'schedule.read' },
     schema: { tags: [...tags, 'extension'], summary: 'Extension: the next N fire times of a schedule (count 1-100, default 10)', params: IdParams, querystring: CountQuery, response: { 200: PreviewResponse } },
   }, async (request) => {
-    const schedule = await ownedSchedule(ctx, authOf(request), request.params.id);
+    const schedule = await ownedSchedule(ctx, grantOf(request), request.params.id);
     const count = intQuery(request.query.count, 10, 1, PREVIEW_MAX);
     const runs = schedulePreview(schedule.cron_expression, schedule.timezone, new Date(), count);
     return { cron_expression: schedule.cron_expression, timezone: schedule.timezone, next_runs: runs.map((d) => d.toISOString()) };
@@ -199,30 +204,35 @@ function previewRoutes(app: FastifyInstance, ctx: AppContext): void {
 function actionRoutes(app: FastifyInstance, ctx: AppContext): void {
   for (const action of ['pause', 'resume'] as const) {
     app.post<{ Params: { id: string } }>(`/schedules/:id/${action}`, {
+      config: { operation: 'schedule.manage' },
       schema: { tags, summary: action === 'pause' ? 'Pause a schedule' : 'Resume a schedule from its next tick (no burst of missed ticks)', params: IdParams, response: { 200: ScheduleSchema } },
     }, async (request) => {
-      const auth = authOf(request);
-      assertQueueAllowed(auth, (await ownedSchedule(ctx, auth, request.params.id)).queue_name);
+      const grant = grantOf(request);
+      await ownedSchedule(ctx, grant, request.params.id);
       const patch: SchedulePatch = action === 'pause' ? { isActive: false } : { isActive: true, recompute: true };
-      return scheduleToWire(found(await scheduleUpdate(ctx.db, auth.organizationId, request.params.id, patch)));
+      return scheduleToWire(found(await scheduleUpdate(ctx.db, grant.organizationId, request.params.id, patch)));
     });
   }
 
   app.post<{ Params: { id: string } }>('/schedules/:id/trigger', {
+    config: { operation: 'schedule.manage' },
     schema: { tags, summary: 'Create one job from the schedule now (also while paused)', params: IdParams, response: { 200: TriggerResponse } },
   }, async (request) => {
-    const auth = authOf(request);
-    assertQueueAllowed(auth, (await ownedSchedule(ctx, auth, request.params.id)).queue_name);
-    const result = found(await scheduleTrigger(ctx.db, auth.organizationId, request.params.id));
+    const grant = grantOf(request);
+    await ownedSchedule(ctx, grant, request.params.id);
+    const result = found(await scheduleTrigger(ctx.db, grant.organizationId, request.params.id));
     const at = result.triggeredAt.toISOString();
     return { job_id: result.jobId, scheduled_at: at, triggered_at: at };
   });
 
   app.get<{ Params: { id: string }; Querystring: { limit?: string } }>('/schedules/:id/history', {
+    config: { operation: 'schedule.read' },
     schema: { tags, summary: 'Runs of a schedule, newest first', params: IdParams, querystring: Type.Object({ limit: Type.Optional(Type.String()) }), response: { 200: Type.Array(ScheduleRunSchema) } },
   }, async (request) => {
     const limit = intQuery(request.query.limit, 50, 1, 500);
-    const runs = found(await scheduleRunList(ctx.db, authOf(request).organizationId, request.params.id, limit));
+    const grant = grantOf(request);
+    await ownedSchedule(ctx, grant, request.params.id);
+    const runs = found(await scheduleRunList(ctx.db, grant.organizationId, request.params.id, limit));
     return runs.map(scheduleRunToWire);
   });
 }

@@ -3,7 +3,8 @@ import { Type, type Static } from 'typebox';
 import { LIMITS, NotFoundError, PayloadTooLargeError } from '@spool/protocol';
 import { workerDeregister, workerGet, workerHeartbeat, workerList, workerRegister, type WorkerStatus } from '@spool/engine';
 import type { AppContext } from '../app.js';
-import { assertQueueAllowed, authOf } from '../http/auth.js';
+import { workerQueues, type Grant } from '../authorization.js';
+import { grantOf } from '../http/route-authorization.js';
 import { IdParams, QueueName, jsonBytes, nullable } from '../wire/common.js';
 import { WorkerSchema, WorkerSummarySchema, workerSummaryToWire, workerToWire } from '../wire/worker.js';
 
@@ -41,9 +42,15 @@ function checkMetadata(metadata: unknown): void {
 
 const notFound = (id: string) => new NotFoundError('Worker not found', { worker_id: id });
 
+/** 404 unless the worker is within the key's reach (all of its queues, to act for it). */
+async function workerInReach(ctx: AppContext, grant: Grant, id: string): Promise<void> {
+  if (!(await grant.workerInReach(ctx.db, id))) throw notFound(id);
+}
+
 /** Workers (CONTRACT §3.8). */
 export function workerRoutes(app: FastifyInstance, ctx: AppContext): void {
   app.post<{ Body: RegisterBody }>('/workers/register', {
+    config: { operation: 'worker.register' },
     schema: {
       tags: ['workers'],
       summary: 'Register a worker (201)',
@@ -53,12 +60,12 @@ export function workerRoutes(app: FastifyInstance, ctx: AppContext): void {
       },
     },
   }, async (request, reply) => {
-    const auth = authOf(request);
+    const grant = grantOf(request);
     const body = request.body;
-    for (const queue of [body.queue_name, ...(body.queue_names ?? [])]) assertQueueAllowed(auth, queue);
+    grant.queues([body.queue_name, ...(body.queue_names ?? [])]);
     checkMetadata(body.metadata);
     const worker = await workerRegister(ctx.db, {
-      organizationId: auth.organizationId,
+      organizationId: grant.organizationId,
       queueName: body.queue_name,
       queueNames: (body.queue_names ?? []).filter((q) => q !== body.queue_name),
       hostname: body.hostname,
@@ -76,18 +83,24 @@ export function workerRoutes(app: FastifyInstance, ctx: AppContext): void {
   });
 
   app.get('/workers', {
+    config: { operation: 'worker.read' },
     schema: { tags: ['workers'], summary: 'Workers, most recent heartbeat first (at most 100)', response: { 200: Type.Array(WorkerSummarySchema) } },
-  }, async (request) => (await workerList(ctx.db, authOf(request).organizationId, 100)).map(workerSummaryToWire));
+  }, async (request) => {
+    const grant = grantOf(request);
+    return (await workerList(ctx.db, grant.organizationId, 100, grant.queueFilter)).map(workerSummaryToWire);
+  });
 
   app.get<{ Params: { id: string } }>('/workers/:id', {
+    config: { operation: 'worker.read' },
     schema: { tags: ['workers'], summary: 'A worker', params: IdParams, response: { 200: WorkerSchema } },
   }, async (request) => {
-    const worker = await workerGet(ctx.db, authOf(request).organizationId, request.params.id);
-    if (!worker) throw notFound(request.params.id);
+    const grant = grantOf(request);
+    const worker = grant.object(await workerGet(ctx.db, grant.organizationId, request.params.id), workerQueues, () => notFound(request.params.id));
     return workerToWire(worker);
   });
 
   app.post<{ Params: { id: string }; Body: HeartbeatBody }>('/workers/:id/heartbeat', {
+    config: { operation: 'worker.heartbeat' },
     schema: {
       tags: ['workers'],
       summary: 'Worker heartbeat',
@@ -96,20 +109,25 @@ export function workerRoutes(app: FastifyInstance, ctx: AppContext): void {
       response: { 200: Type.Object({ acknowledged: Type.Boolean(), should_drain: Type.Boolean() }) },
     },
   }, async (request) => {
+    const grant = grantOf(request);
     const body = request.body;
     checkMetadata(body.metadata);
+    await workerInReach(ctx, grant, request.params.id);
     const status = (HEARTBEAT_STATUSES.has(body.status ?? '') ? body.status : 'healthy') as Exclude<WorkerStatus, 'offline'>;
     const worker = await workerHeartbeat(ctx.db, {
-      organizationId: authOf(request).organizationId, id: request.params.id, currentJobs: body.current_jobs, status, metadata: body.metadata,
+      organizationId: grant.organizationId, id: request.params.id, currentJobs: body.current_jobs, status, metadata: body.metadata,
     });
     if (!worker) throw notFound(request.params.id);
     return { acknowledged: true, should_drain: false };
   });
 
   app.post<{ Params: { id: string } }>('/workers/:id/deregister', {
+    config: { operation: 'worker.deregister' },
     schema: { tags: ['workers'], summary: 'Deregister a worker (204): it goes offline and its processing jobs return to pending', params: IdParams },
   }, async (request, reply) => {
-    const result = await workerDeregister(ctx.db, authOf(request).organizationId, request.params.id);
+    const grant = grantOf(request);
+    await workerInReach(ctx, grant, request.params.id);
+    const result = await workerDeregister(ctx.db, grant.organizationId, request.params.id);
     if (!result) throw notFound(request.params.id);
     return reply.code(204).send();
   });

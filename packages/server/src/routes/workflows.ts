@@ -3,7 +3,8 @@ import { Type } from 'typebox';
 import { NotFoundError, clamp } from '@spool/protocol';
 import { workflowCancel, workflowCreate, workflowGet, workflowJobs, workflowList, workflowRetry, workflowTopologicalOrder } from '@spool/engine';
 import type { AppContext } from '../app.js';
-import { assertQueueAllowed, authOf } from '../http/auth.js';
+import type { Grant } from '../authorization.js';
+import { grantOf } from '../http/route-authorization.js';
 import { admitJobs } from '../http/job-admission.js';
 import { IdParams, MaxRetries, Priority, QueueName, TimeoutSeconds, nullable } from '../wire/common.js';
 import { WorkflowJobSchema, WorkflowSchema, workflowJobToWire, workflowToWire } from '../wire/workflow.js';
@@ -48,26 +49,27 @@ interface CreateWorkflowBody {
 const WORKFLOW_STATUSES = new Set(['pending', 'running', 'completed', 'failed', 'cancelled']);
 const JobParams = Type.Object({ id: Type.String(), job_id: Type.String() });
 
-async function loadWorkflow(ctx: AppContext, organizationId: string, id: string) {
-  const workflow = await workflowGet(ctx.db, organizationId, id);
-  if (!workflow) throw new NotFoundError('Workflow not found');
-  return workflow;
+/** A workflow within the key's reach (any of its queues to read it, all to change it), else 404. */
+async function loadWorkflow(ctx: AppContext, grant: Grant, id: string) {
+  return grant.object(await workflowGet(ctx.db, grant.organizationId, id), (w) => w.queue_names, () => new NotFoundError('Workflow not found'));
 }
 
 /** CONTRACT §3.10: workflows (DAGs of jobs). Semantics in docs/workflows.md. */
 export function workflowRoutes(app: FastifyInstance, ctx: AppContext): void {
   app.post<{ Body: CreateWorkflowBody }>('/workflows', {
+    config: { operation: 'workflow.create' },
     schema: {
       tags: ['workflows'],
       summary: 'Create a workflow: jobs with keys and depends_on (cycles and unknown keys are 400)',
       body: CreateWorkflowBody,
     },
   }, async (request, reply) => {
-    const auth = authOf(request);
+    const grant = grantOf(request);
+    const auth = grant.auth;
     const body = request.body;
     const admissions = body.jobs.map((job, index) => {
       const payloadBytes = checkJobLimits(job, `jobs[${index}].`);
-      assertQueueAllowed(auth, job.queue_name);
+      grant.queue(job.queue_name);
       return { queueName: job.queue_name, payloadBytes };
     });
     // The graph is part of validation, which comes before plan limits (CONTRACT §1.4).
@@ -97,6 +99,7 @@ export function workflowRoutes(app: FastifyInstance, ctx: AppContext): void {
   });
 
   app.get<{ Querystring: { status?: string; limit?: number; offset?: number } }>('/workflows', {
+    config: { operation: 'workflow.read' },
     schema: {
       tags: ['workflows'],
       summary: 'List workflows, newest first',
@@ -105,8 +108,10 @@ export function workflowRoutes(app: FastifyInstance, ctx: AppContext): void {
     },
   }, async (request) => {
     const { status, limit, offset } = request.query;
+    const grant = grantOf(request);
     const rows = await workflowList(ctx.db, {
-      organizationId: authOf(request).organizationId,
+      organizationId: grant.organizationId,
+      queues: grant.queueFilter,
       status: status && WORKFLOW_STATUSES.has(status) ? status : null,
       limit: clamp(limit ?? 50, 1, 100),
       offset: Math.max(0, offset ?? 0),
@@ -115,26 +120,40 @@ export function workflowRoutes(app: FastifyInstance, ctx: AppContext): void {
   });
 
   app.get<{ Params: { id: string } }>('/workflows/:id', {
+    config: { operation: 'workflow.read' },
     schema: { tags: ['workflows'], summary: 'Get a workflow with counters and progress', params: IdParams, response: { 200: WorkflowSchema } },
-  }, async (request) => workflowToWire(await loadWorkflow(ctx, authOf(request).organizationId, request.params.id)));
+  }, async (request) => workflowToWire(await loadWorkflow(ctx, grantOf(request), request.params.id)));
 
   app.post<{ Params: { id: string } }>('/workflows/:id/cancel', {
+    config: { operation: 'workflow.manage' },
     schema: { tags: ['workflows'], summary: 'Cancel a workflow and its unfinished jobs', params: IdParams, response: { 200: WorkflowSchema } },
-  }, async (request) => workflowToWire(await workflowCancel(ctx.db, authOf(request).organizationId, request.params.id)));
+  }, async (request) => {
+    const grant = grantOf(request);
+    await loadWorkflow(ctx, grant, request.params.id);
+    return workflowToWire(await workflowCancel(ctx.db, grant.organizationId, request.params.id));
+  });
 
   app.post<{ Params: { id: string } }>('/workflows/:id/retry', {
+    config: { operation: 'workflow.manage' },
     schema: { tags: ['workflows'], summary: 'Retry the failed jobs of a failed workflow (400 otherwise)', params: IdParams, response: { 200: WorkflowSchema } },
-  }, async (request) => workflowToWire(await workflowRetry(ctx.db, authOf(request).organizationId, request.params.id)));
+  }, async (request) => {
+    const grant = grantOf(request);
+    await loadWorkflow(ctx, grant, request.params.id);
+    return workflowToWire(await workflowRetry(ctx.db, grant.organizationId, request.params.id));
+  });
 
   app.get<{ Params: { id: string } }>('/workflows/:id/jobs', {
+    config: { operation: 'workflow.read' },
     schema: { tags: ['workflows'], summary: "A workflow's jobs", params: IdParams, response: { 200: Type.Array(WorkflowJobSchema) } },
   }, async (request) => {
-    const org = authOf(request).organizationId;
-    await loadWorkflow(ctx, org, request.params.id);
-    return (await workflowJobs(ctx.db, org, request.params.id)).map(workflowJobToWire);
+    const grant = grantOf(request);
+    await loadWorkflow(ctx, grant, request.params.id);
+    // Visible workflow, but only the jobs of the key's queues: the others' payloads are not the key's to read.
+    return (await workflowJobs(ctx.db, grant.organizationId, request.params.id)).filter((job) => grant.allows(job.queue_name)).map(workflowJobToWire);
   });
 
   app.get<{ Params: { id: string } }>('/workflows/:id/jobs/status', {
+    config: { operation: 'workflow.read' },
     schema: {
       tags: ['workflows'],
       summary: "Status of each of a workflow's jobs",
@@ -142,17 +161,19 @@ export function workflowRoutes(app: FastifyInstance, ctx: AppContext): void {
       response: { 200: Type.Array(Type.Object({ job_id: Type.String(), key: Type.Union([Type.String(), Type.Null()]), status: Type.String(), progress: Type.Number() })) },
     },
   }, async (request) => {
-    const org = authOf(request).organizationId;
-    await loadWorkflow(ctx, org, request.params.id);
-    const jobs = await workflowJobs(ctx.db, org, request.params.id);
+    const grant = grantOf(request);
+    await loadWorkflow(ctx, grant, request.params.id);
+    const jobs = (await workflowJobs(ctx.db, grant.organizationId, request.params.id)).filter((job) => grant.allows(job.queue_name));
     return jobs.map((job) => ({ job_id: job.id, key: job.key, status: job.status, progress: job.status === 'completed' ? 100 : 0 }));
   });
 
   app.get<{ Params: { id: string; job_id: string } }>('/workflows/:id/jobs/:job_id', {
+    config: { operation: 'workflow.read' },
     schema: { tags: ['workflows'], summary: 'One job of a workflow', params: JobParams, response: { 200: WorkflowJobSchema } },
   }, async (request) => {
-    const [job] = await workflowJobs(ctx.db, authOf(request).organizationId, request.params.id, request.params.job_id);
-    if (!job) throw new NotFoundError('Workflow job not found');
+    const grant = grantOf(request);
+    const [job] = await workflowJobs(ctx.db, grant.organizationId, request.params.id, request.params.job_id);
+    if (!job || !grant.allows(job.queue_name)) throw new NotFoundError('Workflow job not found');
     return workflowJobToWire(job);
   });
 }

@@ -9,6 +9,7 @@ export const ApiKeySummarySchema = Type.Object({
   id: Type.String(),
   name: Type.String(),
   queues: Type.Array(Type.String()),
+  role: Type.String({ description: 'extension: admin, producer, worker or read_only' }),
   rate_limit: Type.Union([Type.Integer(), Type.Null()]),
   is_active: Type.Boolean(),
   created_at: Timestamp,
@@ -22,6 +23,8 @@ export const CreatedApiKeySchema = Type.Object({
   name: Type.String(),
   created_at: Timestamp,
   expires_at: NullableTimestamp,
+  queues: Type.Array(Type.String(), { description: 'extension' }),
+  role: Type.String({ description: 'extension: admin, producer, worker or read_only' }),
 });
 
 export function apiKeyToWire(row: ApiKeyRow): Record<string, unknown> {
@@ -29,6 +32,7 @@ export function apiKeyToWire(row: ApiKeyRow): Record<string, unknown> {
     id: row.id,
     name: row.name,
     queues: row.queues,
+    role: row.role,
     rate_limit: row.rate_limit,
     is_active: row.is_active,
     created_at: row.created_at.toISOString(),

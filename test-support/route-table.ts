@@ -7,6 +7,8 @@ export interface Route {
   method: string;
   url: string;
   schema: Record<string, unknown> | undefined;
+  /** The authorization operation of an authenticated route. */
+  operation?: string;
 }
 
 /** What a path parameter or body field names: an object id or a queue name. */

@@ -99,6 +99,8 @@ export interface RouteSummary {
   method: string;
   url: string;
   schema: Record<string, unknown> | undefined;
+  /** The authorization operation it performs (authenticated routes; authorization.ts). */
+  operation: string | undefined;
 }
 
 declare module 'fastify' {
@@ -144,7 +146,7 @@ export async function buildApp(ctx: AppContext): Promise<FastifyInstance> {
   app.decorate('routeTable', routeTable);
   app.addHook('onRoute', (route) => {
     const methods = Array.isArray(route.method) ? route.method : [route.method];
-    for (const method of methods) routeTable.push({ method, url: route.url, schema: route.schema as Record<string, unknown> | undefined });
+    for (const method of methods) routeTable.push({ method, url: route.url, schema: route.schema as Record<string, unknown> | undefined, operation: (route.config as { operation?: string } | undefined)?.operation });
   });
   installValidators(app);
   installJsonBodyParser(app);

@@ -18,7 +18,7 @@ FROM (
     WHERE j.organization_id = w.organization_id AND j.workflow_id = w.id AND w.started_at IS NULL
   ) s ON true
   LEFT JOIN LATERAL (
-    SELECT coalesce(array_agg(DISTINCT j.queue_name), '{}') AS queue_names
+    SELECT coalesce(array_agg(DISTINCT j.queue_name::text), '{}'::text[]) AS queue_names
     FROM spool.jobs j
     WHERE j.organization_id = w.organization_id AND j.workflow_id = w.id
   ) q ON true

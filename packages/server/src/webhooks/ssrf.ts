@@ -293,6 +293,9 @@ export async function assertWebhookTarget(raw: string, policy: WebhookPolicy, fi
     try {
       addresses = await resolveAll(host);
     } catch {
+      // What the name and scheme alone refuse says more than "does not resolve".
+      const refusal = targetRefusal(url, null, policy, field);
+      if (refusal) throw new ValidationError(refusal, { field });
       if (policy.production) throw new ValidationError(`Invalid webhook URL: ${field} host ${host} does not resolve; check the name`, { field });
     }
   }

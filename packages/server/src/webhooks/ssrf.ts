@@ -215,7 +215,7 @@ function hostOf(url: URL): string {
  * THE policy: why `url` may not be requested when its host resolves to
  * `addresses` (null: not resolved yet; the addresses are judged when
  * connecting), or null when it may. Messages start with "Invalid webhook
- * URL" or "HTTP not allowed" (CONTRACT §3.11) and say what to do.
+ * URL" or "HTTP not allowed" (what Spooled clients look for) and say what to do.
  */
 export function targetRefusal(url: URL, addresses: readonly string[] | null, policy: WebhookPolicy, field = 'url'): string | null {
   const host = hostOf(url);

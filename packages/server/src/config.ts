@@ -1,4 +1,5 @@
 import { PLAN_TIERS, type PlanTier } from './plans.js';
+import { parseNetwork, type Network } from './webhooks/ssrf.js';
 
 /**
  * Configuration is environment variables with documented defaults
@@ -22,6 +23,7 @@ export interface Config {
    */
   preparedStatements: boolean;
   dataDir: string;
+  /** Listen address. Development defaults to 127.0.0.1: only a loopback-bound server may send webhooks to loopback. */
   host: string;
   port: number;
   grpcPort: number;
@@ -52,6 +54,10 @@ export interface Config {
   metricsRefreshMs: number;
   /** How long a presented API key may be served from memory (0 = query every request); see http/api-key-cache.ts. */
   authCacheMs: number;
+  /** Networks outgoing webhooks may reach although they are private, link-local or loopback (docs/security.md). */
+  webhookAllowedNetworks: Network[];
+  /** Plain http:// webhook targets in production (development always allows them). */
+  webhookAllowHttp: boolean;
 }
 
 function int(env: NodeJS.ProcessEnv, name: string, fallback: number, min: number, max: number): number {
@@ -86,7 +92,20 @@ function pairedFiles(env: NodeJS.ProcessEnv, certName: string, keyName: string):
   return [cert, key];
 }
 
+function networks(env: NodeJS.ProcessEnv, name: string): Network[] {
+  const raw = env[name];
+  if (raw === undefined || raw.trim() === '') return [];
+  return raw.split(',').map((entry) => entry.trim()).filter((entry) => entry !== '').map((entry) => {
+    try {
+      return parseNetwork(entry);
+    } catch (err) {
+      throw new Error(`${name}: ${(err as Error).message}; separate networks with commas`);
+    }
+  });
+}
+
 export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
+  const environment = oneOf(env, 'SPOOL_ENV', ['development', 'production'] as const, env.NODE_ENV === 'production' ? 'production' : 'development');
   const [grpcTlsCert, grpcTlsKey] = pairedFiles(env, 'GRPC_TLS_CERT', 'GRPC_TLS_KEY');
   if (env.DATABASE_DIRECT_URL && !env.DATABASE_URL) throw new Error('DATABASE_DIRECT_URL is set but DATABASE_URL is not: set both (the embedded PostgreSQL needs neither)');
   return {
@@ -94,7 +113,8 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     databaseDirectUrl: env.DATABASE_DIRECT_URL || null,
     preparedStatements: bool(env, 'DATABASE_PREPARED_STATEMENTS', true),
     dataDir: env.SPOOL_DATA_DIR || '.spool',
-    host: env.HOST || '0.0.0.0',
+    // A development server takes loopback webhook targets, so by default nothing else may reach it.
+    host: env.HOST || (environment === 'production' ? '0.0.0.0' : '127.0.0.1'),
     port: int(env, 'PORT', 8080, 0, 65535),
     grpcPort: int(env, 'GRPC_PORT', 50051, 0, 65535),
     grpcTlsCert,
@@ -106,7 +126,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     publicRateLimitPerMinute: int(env, 'RATE_LIMIT_PUBLIC_PER_MINUTE', 600, 0, 1_000_000),
     logLevel: oneOf(env, 'LOG_LEVEL', ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const, 'info'),
     poolMax: int(env, 'DATABASE_POOL_MAX', 20, 1, 1000),
-    environment: oneOf(env, 'SPOOL_ENV', ['development', 'production'] as const, env.NODE_ENV === 'production' ? 'production' : 'development'),
+    environment,
     leaderTtlMs: int(env, 'SPOOL_LEADER_TTL_MS', 15_000, 1_000, 600_000),
     misfireThresholdMs: int(env, 'SPOOL_MISFIRE_THRESHOLD_MS', 60_000, 0, 86_400_000),
     githubWebhookSecret: env.GITHUB_WEBHOOK_SECRET || null,
@@ -114,5 +134,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     metricsToken: env.METRICS_TOKEN || null,
     metricsRefreshMs: int(env, 'METRICS_REFRESH_MS', 5_000, 100, 600_000),
     authCacheMs: int(env, 'AUTH_CACHE_MS', 0, 0, 60_000),
+    webhookAllowedNetworks: networks(env, 'WEBHOOK_ALLOWED_NETWORKS'),
+    webhookAllowHttp: bool(env, 'WEBHOOK_ALLOW_HTTP', false),
   };
 }

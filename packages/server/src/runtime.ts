@@ -32,6 +32,7 @@ import { GrpcServer } from './grpc/server.js';
 import { DEVELOPMENT_PLAN, ensureDevelopmentOrganization, firstStartMessage } from './first-start.js';
 import { TokenService } from './http/jwt.js';
 import { WebhookDelivery } from './webhooks/delivery-service.js';
+import { webhookPolicy } from './webhooks/ssrf.js';
 import { SpoolMetrics } from './metrics/spool-metrics.js';
 import { VERSION } from './version.js';
 import { waitForDatabase } from './wait-for-database.js';
@@ -144,7 +145,7 @@ export async function startSpool(config: Config, options: StartOptions = {}): Pr
     await notifier.start();
     await checkNotifications(notifier, db, config);
     // WebhookDelivery is safe on every process (SKIP LOCKED claims, a locked dispatch cursor).
-    const webhooks = new WebhookDelivery(db, { environment: config.environment, log });
+    const webhooks = new WebhookDelivery(db, { policy: webhookPolicy(config), log });
     const maintenance: LoopService[] = [promoter, leader, ...leaderServices, webhooks];
     services.push(promoter, leader, webhooks);
     for (const service of services.slice(1)) await service.start();

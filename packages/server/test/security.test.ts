@@ -1,7 +1,7 @@
 /**
  * Security checks the other files do not make (auth.test.ts covers JWT
  * tampering and expiry, api-keys.test.ts revocation in one process,
- * rate-limit.test.ts JSON body limits, outgoing-webhooks.test.ts SSRF,
+ * rate-limit.test.ts JSON body limits, ssrf.test.ts outgoing requests (SSRF),
  * tenant-isolation.test.ts the matrix):
  *  - revocation takes effect on the next request on every replica (no
  *    per-process key or token cache can keep a revoked key alive);

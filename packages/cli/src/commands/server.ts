@@ -47,7 +47,7 @@ export function startCommand(): Command {
   return new Command('start')
     .description('run the Spool server (embedded PostgreSQL unless DATABASE_URL is set)')
     .addOption(new Option('-p, --port <port>', 'HTTP port (env PORT, default 8080)').argParser(intIn(0, 65_535)))
-    .option('--host <host>', 'listen address (env HOST, default 0.0.0.0)')
+    .option('--host <host>', 'listen address (env HOST, default 127.0.0.1 in development, 0.0.0.0 in production)')
     .option('--database-url <url>', 'use this PostgreSQL instead of the embedded one (env DATABASE_URL)')
     .action(async (opts: { port?: number; host?: string; databaseUrl?: string }) => {
       const env = { ...process.env };

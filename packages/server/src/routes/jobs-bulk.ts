@@ -6,12 +6,13 @@ import type { AppContext } from '../app.js';
 import { grantOf } from '../http/route-authorization.js';
 import { admitJobs, type JobAdmission } from '../http/job-admission.js';
 import { compileItemValidator } from '../http/validation.js';
+import { assertWebhookTarget, webhookPolicy } from '../webhooks/ssrf.js';
 import { DateTime, IdempotencyKey, MaxRetries, Priority, QueueName, Tags, TimeoutSeconds, nullable } from '../wire/common.js';
 import { checkJobLimits, toNewJob } from './jobs.js';
 
 const CONTRACT_BULK_MAX = 100;
 
-/** One bulk item. `max_retries`, `timeout_seconds`, `expires_at` and `tags` per item are extensions. */
+/** One bulk item. `max_retries`, `timeout_seconds`, `expires_at`, `tags` and `completion_webhook` per item are extensions. */
 const BulkItem = Type.Object({
   payload: Type.Unknown(),
   priority: Type.Optional(Priority),
@@ -21,6 +22,7 @@ const BulkItem = Type.Object({
   max_retries: Type.Optional(MaxRetries),
   timeout_seconds: Type.Optional(TimeoutSeconds),
   tags: Type.Optional(nullable(Tags)),
+  completion_webhook: Type.Optional(nullable(Type.String({ maxLength: 2048, format: 'uri' }))),
 });
 type BulkItem = Static<typeof BulkItem>;
 
@@ -49,6 +51,7 @@ const validateItem = compileItemValidator(BulkItem);
 
 /** POST /jobs/bulk (CONTRACT §3.3): per-item validation, one INSERT for every valid item. */
 export function jobBulkRoutes(app: FastifyInstance, ctx: AppContext): void {
+  const policy = webhookPolicy(ctx.config);
   app.post<{ Body: BulkBody }>('/jobs/bulk', {
     config: { operation: 'job.create', addresses: 'body_queue' },
     schema: {
@@ -63,22 +66,41 @@ export function jobBulkRoutes(app: FastifyInstance, ctx: AppContext): void {
     const failed: { index: number; error: string }[] = [];
     const valid: { index: number; job: NewJob }[] = [];
     const admissions: JobAdmission[] = [];
-    body.jobs.forEach((raw, index) => {
+    // One resolution per distinct completion_webhook, not one per item.
+    const targets = new Map<string, Promise<string | null>>();
+    const targetRefused = (url: string) => {
+      let checked = targets.get(url);
+      if (!checked) {
+        checked = assertWebhookTarget(url, policy, 'completion_webhook').then(() => null, (err: unknown) => {
+          if (err instanceof SpoolError) return err.message;
+          throw err;
+        });
+        targets.set(url, checked);
+      }
+      return checked;
+    };
+    for (const [index, raw] of body.jobs.entries()) {
       const prefix = `jobs[${index}]`;
       const checked = validateItem(raw, prefix);
       if (!checked.ok) {
         failed.push({ index, error: checked.message });
-        return;
+        continue;
       }
       const item = raw as BulkItem;
+      let payloadBytes: number;
       try {
-        const payloadBytes = checkJobLimits(item, `${prefix}.`);
-        admissions.push({ queueName: body.queue_name, payloadBytes });
+        payloadBytes = checkJobLimits(item, `${prefix}.`);
       } catch (err) {
         if (!(err instanceof SpoolError)) throw err;
         failed.push({ index, error: err.message });
-        return;
+        continue;
       }
+      const refused = item.completion_webhook ? await targetRefused(item.completion_webhook) : null;
+      if (refused) {
+        failed.push({ index, error: refused });
+        continue;
+      }
+      admissions.push({ queueName: body.queue_name, payloadBytes });
       valid.push({
         index,
         job: toNewJob(auth.organizationId, body.queue_name, {
@@ -88,7 +110,7 @@ export function jobBulkRoutes(app: FastifyInstance, ctx: AppContext): void {
           timeout_seconds: item.timeout_seconds ?? body.default_timeout_seconds,
         }),
       });
-    });
+    }
     const quota = valid.length > 0 ? await admitJobs(ctx, auth, admissions) : null;
     const inserted = await jobInsertMany(ctx.db, valid.map((v) => v.job)).catch(async (err: unknown) => {
       await quota?.settle(0);

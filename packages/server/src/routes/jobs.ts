@@ -18,6 +18,7 @@ import {
 import type { AppContext } from '../app.js';
 import { grantOf } from '../http/route-authorization.js';
 import { admitJobs } from '../http/job-admission.js';
+import { assertWebhookTarget, webhookPolicy } from '../webhooks/ssrf.js';
 import { DateTime, IdempotencyKey, IdParams, MaxRetries, Priority, QueueName, Tags, TimeoutSeconds, jsonBytes, nullable } from '../wire/common.js';
 import { JobSchema, JobSummarySchema, jobSummaryToWire, jobToWire } from '../wire/job.js';
 
@@ -107,6 +108,7 @@ const BATCH_STATUS_MAX = 100;
 
 /** Jobs: create, read, list, stats, batch status, cancel, retry, priority (CONTRACT §3.3). */
 export function jobRoutes(app: FastifyInstance, ctx: AppContext): void {
+  const policy = webhookPolicy(ctx.config);
   app.post<{ Body: CreateJobBody }>('/jobs', {
     config: { operation: 'job.create', addresses: 'body_queue' },
     schema: {
@@ -120,6 +122,8 @@ export function jobRoutes(app: FastifyInstance, ctx: AppContext): void {
     const auth = grantOf(request).auth;
     const body = request.body;
     const payloadBytes = checkJobLimits(body);
+    // Refused when saved, not only when the job finishes: the caller learns it now.
+    if (body.completion_webhook) await assertWebhookTarget(body.completion_webhook, policy, 'completion_webhook');
     const quota = await admitJobs(ctx, auth, [{ queueName: body.queue_name, payloadBytes }]);
     const result = await ctx.enqueueBatcher.enqueue(toNewJob(auth.organizationId, body.queue_name, body)).catch(async (err: unknown) => {
       await quota.settle(0);

@@ -19,7 +19,7 @@ import { authOf } from '../http/auth.js';
 import { IdParams } from '../wire/common.js';
 import { DeliverySchema, WebhookSchema, deliveryToWire, webhookToWire } from '../wire/webhook.js';
 import { sendWebhook } from '../webhooks/sender.js';
-import { assertWebhookTarget } from '../webhooks/ssrf.js';
+import { assertWebhookTarget, webhookPolicy } from '../webhooks/ssrf.js';
 
 const Events = Type.Array(Type.String({ minLength: 1, maxLength: 100 }), { minItems: 1, maxItems: 20 });
 const WebhookBody = Type.Object({
@@ -60,7 +60,7 @@ async function load(ctx: AppContext, organizationId: string, id: string): Promis
 
 /** CONTRACT §3.11: outgoing webhooks. Delivery itself is webhooks/delivery-service.ts. */
 export function outgoingWebhookRoutes(app: FastifyInstance, ctx: AppContext): void {
-  const environment = ctx.config.environment;
+  const policy = webhookPolicy(ctx.config);
 
   app.post<{ Body: WebhookBody }>('/outgoing-webhooks', {
     config: { operation: 'webhook.manage' },
@@ -68,7 +68,7 @@ export function outgoingWebhookRoutes(app: FastifyInstance, ctx: AppContext): vo
   }, async (request, reply) => {
     const body = request.body;
     const events = checkEvents(body.events);
-    await assertWebhookTarget(body.url, environment);
+    await assertWebhookTarget(body.url, policy);
     const row = await webhookCreate(ctx.db, { organizationId: authOf(request).organizationId, name: body.name, url: body.url, events, secret: body.secret || null, enabled: body.enabled });
     return reply.code(201).send(webhookToWire(row));
   });
@@ -90,7 +90,7 @@ export function outgoingWebhookRoutes(app: FastifyInstance, ctx: AppContext): vo
     const body = request.body;
     const org = authOf(request).organizationId;
     await load(ctx, org, request.params.id);
-    if (body.url !== undefined) await assertWebhookTarget(body.url, environment);
+    if (body.url !== undefined) await assertWebhookTarget(body.url, policy);
     const row = await webhookUpdate(ctx.db, org, request.params.id, {
       name: body.name,
       url: body.url,
@@ -124,7 +124,7 @@ export function outgoingWebhookRoutes(app: FastifyInstance, ctx: AppContext): vo
       test: true,
       message: 'This is a test delivery from Spool',
     };
-    const response = await sendWebhook({ url: webhook.url, body: JSON.stringify(payload), event: 'webhook.test', attempt: 1, secret: webhook.secret, environment });
+    const response = await sendWebhook({ url: webhook.url, body: JSON.stringify(payload), event: 'webhook.test', attempt: 1, secret: webhook.secret, policy });
     await webhookDeliveryLog(ctx.db, { organizationId: org, webhookId: webhook.id, event: 'webhook.test', payload, success: response.success, statusCode: response.statusCode, responseBody: response.responseBody, error: response.error });
     return { success: response.success, status_code: response.statusCode, response_time_ms: response.durationMs, error: response.error };
   });
@@ -151,7 +151,7 @@ export function outgoingWebhookRoutes(app: FastifyInstance, ctx: AppContext): vo
     const webhook = await load(ctx, org, request.params.id);
     const delivery = await webhookDeliveryTake(ctx.db, org, webhook.id, request.params.delivery_id);
     if (!delivery) throw new NotFoundError('Delivery not found');
-    const response = await sendWebhook({ url: webhook.url, body: JSON.stringify(delivery.payload), event: delivery.event, attempt: delivery.attempts, secret: webhook.secret, deliveryId: delivery.id, environment });
+    const response = await sendWebhook({ url: webhook.url, body: JSON.stringify(delivery.payload), event: delivery.event, attempt: delivery.attempts, secret: webhook.secret, deliveryId: delivery.id, policy });
     await webhookDeliveryRecord(ctx.db, delivery.id, { ...response, retryInMs: null });
     return {
       success: response.success,

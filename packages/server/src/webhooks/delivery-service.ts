@@ -10,10 +10,10 @@ import {
 } from '@spool/engine';
 import { CircuitBreaker, type CircuitBreakerOptions } from './circuit-breaker.js';
 import { sendWebhook } from './sender.js';
-import type { Environment } from './ssrf.js';
+import type { WebhookPolicy } from './ssrf.js';
 
 export interface WebhookDeliveryOptions extends Partial<LoopServiceOptions> {
-  environment: Environment;
+  policy: WebhookPolicy;
   /** Deliveries in flight at once. Default 10. */
   concurrency?: number;
   /** First retry delay; doubles per attempt (1, 2, 4, 8 s) plus up to 500 ms jitter. */
@@ -36,7 +36,7 @@ export class WebhookDelivery extends LoopService {
   readonly name = 'webhook-delivery';
   readonly breaker: CircuitBreaker;
   readonly #db: Db;
-  readonly #environment: Environment;
+  readonly #policy: WebhookPolicy;
   readonly #concurrency: number;
   readonly #retryBaseMs: number;
   readonly #timeoutMs: number;
@@ -45,7 +45,7 @@ export class WebhookDelivery extends LoopService {
   constructor(db: Db, options: WebhookDeliveryOptions) {
     super({ idleMs: options.idleMs ?? 250, log: options.log });
     this.#db = db;
-    this.#environment = options.environment;
+    this.#policy = options.policy;
     this.#concurrency = options.concurrency ?? 10;
     this.#retryBaseMs = options.retryBaseMs ?? 1_000;
     this.#timeoutMs = options.timeoutMs ?? 10_000;
@@ -103,7 +103,7 @@ export class WebhookDelivery extends LoopService {
       attempt: delivery.attempts,
       secret: delivery.secret,
       deliveryId: delivery.id,
-      environment: this.#environment,
+      policy: this.#policy,
       timeoutMs: this.#timeoutMs,
     });
     if (response.success) this.breaker.success(host);

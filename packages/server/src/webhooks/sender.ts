@@ -1,8 +1,7 @@
 import { createHmac } from 'node:crypto';
 import http from 'node:http';
 import https from 'node:https';
-import { isIP } from 'node:net';
-import { isForbiddenAddress, parseWebhookUrl, safeLookup, type Environment } from './ssrf.js';
+import { guardedLookup, parseWebhookUrl, targetRefusal, type WebhookPolicy } from './ssrf.js';
 
 export interface WebhookRequest {
   url: string;
@@ -12,7 +11,7 @@ export interface WebhookRequest {
   attempt: number;
   secret?: string | null;
   deliveryId?: string | null;
-  environment: Environment;
+  policy: WebhookPolicy;
   timeoutMs?: number;
 }
 
@@ -50,9 +49,10 @@ export function webhookHeaders(request: Pick<WebhookRequest, 'body' | 'event' | 
 
 /**
  * POSTs one webhook with a timeout (10 s by default). Never throws: the
- * outcome says what happened. Outside development the connection may only
- * go to public addresses (checked on the resolved address itself); redirects
- * are not followed.
+ * outcome says what happened. The connection goes only to addresses the
+ * policy allows (checked on the resolved addresses themselves). Redirects
+ * are not followed: a 3xx is the answer (a failure), so a redirect cannot
+ * lead a delivery anywhere the policy would refuse.
  */
 export function sendWebhook(request: WebhookRequest): Promise<WebhookResponse> {
   const started = Date.now();
@@ -65,11 +65,9 @@ export function sendWebhook(request: WebhookRequest): Promise<WebhookResponse> {
   } catch (err) {
     return Promise.resolve(done({ error: (err as Error).message, permanent: true }));
   }
-  const production = request.environment === 'production';
-  const host = url.hostname.replace(/^\[(.*)\]$/, '$1');
-  if (production && isIP(host) && isForbiddenAddress(host)) {
-    return Promise.resolve(done({ error: `Invalid webhook URL: ${host} is a private, loopback or link-local address`, permanent: true }));
-  }
+  // Judges IP literals (Node does not call `lookup` for them), names and the scheme; guardedLookup then judges what a name resolves to.
+  const refusal = targetRefusal(url, null, request.policy);
+  if (refusal) return Promise.resolve(done({ error: refusal, permanent: true }));
   const client = url.protocol === 'https:' ? https : http;
   return new Promise((resolve) => {
     let settled = false;
@@ -83,7 +81,7 @@ export function sendWebhook(request: WebhookRequest): Promise<WebhookResponse> {
       method: 'POST',
       headers: webhookHeaders(request),
       agent: false,
-      ...(production ? { lookup: safeLookup } : {}),
+      lookup: guardedLookup(url, request.policy),
     }, (res) => {
       let text = '';
       res.setEncoding('utf8');

@@ -1,6 +1,6 @@
 import type { FastifyInstance } from 'fastify';
 import { Type } from 'typebox';
-import { AccessDeniedError, NotFoundError, ValidationError } from '@spool/protocol';
+import { AccessDeniedError, ConflictError, NotFoundError, ValidationError } from '@spool/protocol';
 import { apiKeyCreate, apiKeyGet, apiKeyList, apiKeyRevoke, apiKeyUpdate } from '@spool/engine';
 import type { AppContext } from '../app.js';
 import { authOf, type AuthContext } from '../http/auth.js';
@@ -74,7 +74,7 @@ export function apiKeyRoutes(app: FastifyInstance, ctx: AppContext): void {
   });
 
   app.put<{ Params: { id: string }; Body: { name?: string; queues?: string[]; rate_limit?: number | null; is_active?: boolean } }>('/api-keys/:id', {
-    schema: { tags, summary: 'Change name, queues, rate limit or active flag', params: IdParams, body: UpdateBody, response: { 200: ApiKeySummarySchema } },
+    schema: { tags, summary: 'Change name, queues, rate limit or active flag (is_active: false revokes for good; a revoked key cannot be reactivated: 409)', params: IdParams, body: UpdateBody, response: { 200: ApiKeySummarySchema } },
   }, async (request) => {
     const auth = authOf(request);
     assertMayManageKeys(auth);
@@ -87,6 +87,7 @@ export function apiKeyRoutes(app: FastifyInstance, ctx: AppContext): void {
     });
     ctx.apiKeys.forget();
     if (!row) throw new NotFoundError('API key not found');
+    if (row === 'refused') throw new ConflictError('This API key was revoked and cannot be reactivated; create a new key', { id: request.params.id });
     return apiKeyToWire(row);
   });
 

@@ -16,7 +16,7 @@ import { installErrorHandler } from './http/errors.js';
 import { answerBadHandshakes, answerExpectations, clientErrorHandler, frameworkErrors } from './http/framework-errors.js';
 import { installJsonBodyParser } from './http/json-body.js';
 import type { TokenService } from './http/jwt.js';
-import { installRateLimits } from './http/rate-limit.js';
+import { createRateLimits } from './http/rate-limit.js';
 import { installValidators } from './http/validation.js';
 import { adminRoutes } from './routes/admin.js';
 import { apiKeyRoutes } from './routes/api-keys.js';
@@ -189,7 +189,7 @@ export async function buildApp(ctx: AppContext): Promise<FastifyInstance> {
   await app.register(websocket, { options: { maxPayload: 64 * 1024 } });
   answerBadHandshakes(app.websocketServer);
 
-  const limits = await installRateLimits(app, ctx.config.publicRateLimitPerMinute);
+  const limits = createRateLimits(ctx.db, ctx.config.publicRateLimitPerMinute, ctx.logger);
   healthRoutes(app, ctx);
   metricsRoutes(app, ctx);
   await app.register(async (scope) => {

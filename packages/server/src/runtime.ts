@@ -11,6 +11,7 @@ import {
   migrate,
   Notifier,
   parseJobsNotice,
+  RateLimitPruner,
   RevokedTokenPruner,
   ScheduledPromoter,
   ScheduleFirer,
@@ -125,6 +126,7 @@ export async function startSpool(config: Config, options: StartOptions = {}): Pr
       new DlqRetention(db, { log }),
       new ScheduleRunPruner(db, { log }),
       new RevokedTokenPruner(db, { log }),
+      new RateLimitPruner(db, { log }),
     ];
     const leader: LeaderElector = new LeaderElector(db, {
       ttlMs: config.leaderTtlMs,

@@ -73,6 +73,34 @@ describe('API keys', () => {
     }
   });
 
+  it('a revoked key stays revoked: PUT is_active true is 409 CONFLICT and changes nothing', async () => {
+    const created = await server.request('POST', '/api/v1/api-keys', { body: { name: 'leaked' } });
+    assert.equal((await server.request('DELETE', `/api/v1/api-keys/${created.body.id}`)).status, 204);
+    const reactivate = await server.request('PUT', `/api/v1/api-keys/${created.body.id}`, { body: { is_active: true, name: 'renamed' } });
+    assert.equal(reactivate.status, 409, reactivate.text);
+    assert.equal(reactivate.body.code, 'CONFLICT');
+    assert.equal(reactivate.body.message, 'This API key was revoked and cannot be reactivated; create a new key');
+    assert.ok('details' in reactivate.body);
+    const after = await server.request('GET', `/api/v1/api-keys/${created.body.id}`);
+    assert.equal(after.body.is_active, false);
+    assert.equal(after.body.name, 'leaked', 'a refused update changes nothing');
+    assert.equal((await server.request('GET', '/api/v1/dashboard', { auth: created.body.key })).status, 401);
+
+    // PUT is_active false is the same revoke; other fields of a revoked key may still change.
+    const paused = await server.request('POST', '/api/v1/api-keys', { body: { name: 'switched off' } });
+    assert.equal((await server.request('PUT', `/api/v1/api-keys/${paused.body.id}`, { body: { is_active: false } })).status, 200);
+    assert.equal((await server.request('PUT', `/api/v1/api-keys/${paused.body.id}`, { body: { is_active: true } })).status, 409);
+    const renamed = await server.request('PUT', `/api/v1/api-keys/${paused.body.id}`, { body: { name: 'old key', is_active: false } });
+    assert.equal(renamed.status, 200);
+    assert.equal(renamed.body.name, 'old key');
+    assert.equal((await server.request('PUT', `/api/v1/api-keys/${server.organizationId}`, { body: { is_active: true } })).status, 404, 'an unknown key is still 404');
+    const active = await server.request('POST', '/api/v1/api-keys', { body: { name: 'still fine' } });
+    assert.equal((await server.request('PUT', `/api/v1/api-keys/${active.body.id}`, { body: { is_active: true } })).status, 200, 'is_active true on an active key is a no-op');
+
+    // Outside the API too (admin tooling, a hand-written UPDATE): the database refuses.
+    await assert.rejects(server.spool.db.query('UPDATE spool.api_keys SET is_active = true WHERE id = $1', [created.body.id]), /cannot be reactivated/);
+  });
+
   it('validates bodies with 400 naming the field', async () => {
     const cases: [Record<string, unknown>, RegExp][] = [
       [{}, /name/],

@@ -175,6 +175,60 @@ describe('POST /auth/logout', () => {
     assert.equal((await server.request('POST', '/api/v1/auth/logout', { auth: access_token })).status, 401, 'a revoked token cannot log out again');
   });
 
+  it("ends the session as the SDK logs out (JSON content type, empty body, access token only): the login's refresh token and its access tokens fail", async () => {
+    const { access_token, refresh_token } = await login();
+    const refreshed = await server.request('POST', '/api/v1/auth/refresh', { body: { refresh_token }, auth: null });
+    assert.equal(refreshed.status, 200);
+    const minted = refreshed.body.access_token as string;
+    const other = await login();
+
+    const response = await fetch(`${server.url}/api/v1/auth/logout`, { method: 'POST', headers: { 'content-type': 'application/json', authorization: `Bearer ${access_token}` }, body: '' });
+    assert.equal(response.status, 204);
+
+    const again = await server.request('POST', '/api/v1/auth/refresh', { body: { refresh_token }, auth: null });
+    assert.equal(again.status, 401);
+    assert.equal(again.body.code, 'AUTHENTICATION_FAILED');
+    assert.match(again.body.message, /revoked/);
+    assert.equal((await server.request('GET', '/api/v1/dashboard', { auth: minted })).status, 401, 'an access token minted from the session before logout');
+    assert.equal((await server.request('GET', '/api/v1/dashboard', { auth: access_token })).status, 401);
+    assert.equal((await server.request('POST', '/api/v1/auth/validate', { body: { token: refresh_token }, auth: null })).body.valid, false);
+
+    // Another login of the same key is another session.
+    assert.equal((await server.request('GET', '/api/v1/dashboard', { auth: other.access_token })).status, 200);
+    assert.equal((await server.request('POST', '/api/v1/auth/refresh', { body: { refresh_token: other.refresh_token }, auth: null })).status, 200);
+  });
+
+  it('ends the session when logging out with an access token minted by /auth/refresh, and keeps the refresh token usable until then (no rotation)', async () => {
+    const { access_token, refresh_token } = await login();
+    const minted: string[] = [];
+    for (let i = 0; i < 2; i += 1) {
+      const refreshed = await server.request('POST', '/api/v1/auth/refresh', { body: { refresh_token }, auth: null });
+      assert.equal(refreshed.status, 200, 'the refresh token from login keeps working');
+      assert.deepEqual(Object.keys(refreshed.body).sort(), ['access_token', 'expires_in', 'token_type']);
+      minted.push(refreshed.body.access_token);
+    }
+    assert.equal((await server.request('POST', '/api/v1/auth/logout', { rawBody: '', auth: minted[1]! })).status, 204);
+    for (const token of [access_token, minted[0]!, minted[1]!]) assert.equal((await server.request('GET', '/api/v1/dashboard', { auth: token })).status, 401);
+    assert.equal((await server.request('POST', '/api/v1/auth/refresh', { body: { refresh_token }, auth: null })).status, 401);
+    const kept = await server.spool.db.query<{ days: number }>('SELECT extract(epoch FROM expires_at - now()) / 86400 AS days FROM spool.revoked_tokens WHERE jti = $1', [decodeJwt(refresh_token).jti]);
+    assert.ok(Number(kept.rows[0]!.days) > 24, 'the session stays revoked past its refresh token, until its last access token has expired');
+  });
+
+  it('tokens issued before sessions (no sid) keep working; logging out with one minted from an old refresh token ends that refresh token', async () => {
+    const keyId = (await newKey({ name: 'before sessions' })).id;
+    const now = Math.floor(Date.now() / 1000);
+    const base = { sub: server.organizationId, org_id: server.organizationId, api_key_id: keyId, queues: ['*'], iat: now, nbf: now };
+    const oldAccess = await signWithServerSecret({ ...base, jti: randomUUID(), exp: now + 3600, token_type: 'access' });
+    const oldRefresh = await signWithServerSecret({ ...base, jti: randomUUID(), exp: now + 86_400, token_type: 'refresh' });
+    assert.equal((await server.request('GET', '/api/v1/dashboard', { auth: oldAccess })).status, 200);
+    assert.equal((await server.request('POST', '/api/v1/auth/logout', { rawBody: '', auth: oldAccess })).status, 204);
+    assert.equal((await server.request('GET', '/api/v1/dashboard', { auth: oldAccess })).status, 401);
+    const refreshed = await server.request('POST', '/api/v1/auth/refresh', { body: { refresh_token: oldRefresh }, auth: null });
+    assert.equal(refreshed.status, 200, 'an old access token could not name its refresh token: that one keeps working, as before');
+    assert.equal((await server.request('POST', '/api/v1/auth/logout', { rawBody: '', auth: refreshed.body.access_token })).status, 204);
+    assert.equal((await server.request('POST', '/api/v1/auth/refresh', { body: { refresh_token: oldRefresh }, auth: null })).status, 401);
+  });
+
   it('accepts an empty body, and an API key as a no-op', async () => {
     const { access_token } = await login();
     assert.equal((await server.request('POST', '/api/v1/auth/logout', { rawBody: '', auth: access_token })).status, 204);

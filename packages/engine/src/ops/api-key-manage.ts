@@ -77,10 +77,14 @@ export interface ApiKeyPatch {
   role?: ApiKeyRole;
 }
 
-/** Applies a partial update; null when the key is not the organization's. */
-export async function apiKeyUpdate(db: Queryable, organizationId: string, id: string, patch: ApiKeyPatch): Promise<ApiKeyRow | null> {
+/**
+ * Applies a partial update; null when the key is not the organization's.
+ * `refused` (nothing changed) when the patch would reactivate a revoked key:
+ * revocation is final.
+ */
+export async function apiKeyUpdate(db: Queryable, organizationId: string, id: string, patch: ApiKeyPatch): Promise<ApiKeyRow | 'refused' | null> {
   if (!isUuid(id)) return null;
-  const rows = await run<ApiKeyRow>(db, update, [
+  const rows = await run<ApiKeyRow & { refused: boolean }>(db, update, [
     organizationId,
     id,
     patch.name ?? null,
@@ -90,7 +94,11 @@ export async function apiKeyUpdate(db: Queryable, organizationId: string, id: st
     patch.isActive ?? null,
     patch.role ?? null,
   ]);
-  return rows[0] ?? null;
+  const row = rows[0];
+  if (!row) return null;
+  if (row.refused) return 'refused';
+  const { refused: _refused, ...key } = row;
+  return key;
 }
 
 /** Revokes a key (is_active = false); false when the key is not the organization's. */

@@ -68,8 +68,9 @@ export interface AuthServices {
 
 /**
  * Verifies a JWT of the expected type and the key behind it: the signature
- * and `exp`, that its `jti` was not revoked by logout, and that the key is
- * still active and belongs to the token's organization. Throws a 401.
+ * and `exp`, that neither its `jti` nor its session (`sid`) was revoked by
+ * logout, and that the key is still active and belongs to the token's
+ * organization. Throws a 401.
  */
 export async function verifyToken(db: Db, tokens: TokenService, token: string, expected: TokenType): Promise<{ claims: TokenClaims; context: AuthContext }> {
   const verified = await tokens.verify(token);
@@ -80,9 +81,12 @@ export async function verifyToken(db: Db, tokens: TokenService, token: string, e
       ? 'Refresh tokens cannot authenticate requests; exchange it at /api/v1/auth/refresh'
       : 'Not a refresh token');
   }
+  // A session is revoked as a row keyed by its id (the jti of its refresh
+  // token), so one lookup answers for the token and its session.
+  const revocable = claims.sid === undefined || claims.sid === claims.jti ? [claims.jti] : [claims.jti, claims.sid];
   const [key, revoked] = await Promise.all([
     apiKeyById(db, claims.api_key_id),
-    isUuid(claims.jti) ? db.query('SELECT 1 FROM spool.revoked_tokens WHERE jti = $1', [claims.jti]) : Promise.resolve({ rowCount: 1 }),
+    revocable.every(isUuid) ? db.query('SELECT 1 FROM spool.revoked_tokens WHERE jti = ANY($1::uuid[])', [revocable]) : Promise.resolve({ rowCount: 1 }),
   ]);
   if (revoked.rowCount) throw new AuthenticationError('Token has been revoked');
   if (!key || key.organization_id !== claims.org_id || keyProblem(key) !== null) throw new AuthenticationError('The API key behind this token is no longer active');

@@ -14,6 +14,13 @@ export interface TokenClaims {
   exp: number;
   jti: string;
   token_type: TokenType;
+  /**
+   * The login session (a Spool extension claim): the jti of the refresh
+   * token minted at login, carried by that refresh token and by every access
+   * token minted from it. Revoking it (logout) refuses them all. Absent on
+   * tokens issued before sessions existed.
+   */
+  sid?: string;
 }
 
 export const ACCESS_TOKEN_SECONDS = 24 * 3600;
@@ -41,8 +48,13 @@ export class TokenService {
     return new TokenService(result.rows[0]!.value);
   }
 
-  async sign(input: { organizationId: string; apiKeyId: string; queues: string[]; type: TokenType }): Promise<{ token: string; claims: TokenClaims }> {
+  /**
+   * `sessionId` becomes the `sid` claim (a new session when absent); a
+   * refresh token's jti is its session id (see TokenClaims.sid).
+   */
+  async sign(input: { organizationId: string; apiKeyId: string; queues: string[]; type: TokenType; sessionId?: string }): Promise<{ token: string; claims: TokenClaims }> {
     const now = Math.floor(Date.now() / 1000);
+    const sessionId = input.sessionId ?? randomUUID();
     const lifetime = input.type === 'access' ? ACCESS_TOKEN_SECONDS : REFRESH_TOKEN_SECONDS;
     const claims: TokenClaims = {
       sub: input.organizationId,
@@ -52,8 +64,9 @@ export class TokenService {
       iat: now,
       nbf: now,
       exp: now + lifetime,
-      jti: randomUUID(),
+      jti: input.type === 'refresh' ? sessionId : randomUUID(),
       token_type: input.type,
+      sid: sessionId,
     };
     const token = await new SignJWT({ ...claims }).setProtectedHeader({ alg: 'HS256', typ: 'JWT' }).sign(this.#key);
     return { token, claims };
@@ -68,6 +81,7 @@ export class TokenService {
         return { ok: false, reason: 'Token is missing required claims' };
       }
       if (claims.token_type !== 'access' && claims.token_type !== 'refresh') return { ok: false, reason: 'Unknown token type' };
+      if (claims.sid !== undefined && typeof claims.sid !== 'string') return { ok: false, reason: 'Token is missing required claims' };
       return { ok: true, claims };
     } catch (err) {
       if (err instanceof joseErrors.JWTExpired) return { ok: false, reason: 'Token has expired' };

@@ -1,6 +1,7 @@
-import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
-import rateLimit from '@fastify/rate-limit';
+import type { FastifyReply, FastifyRequest } from 'fastify';
+import type { Logger } from 'pino';
 import { RateLimitError } from '@spool/protocol';
+import { rateLimitHit, type Db } from '@spool/engine';
 import { planLimits } from '../plans.js';
 import type { AuthContext } from './auth.js';
 
@@ -33,51 +34,85 @@ export function keyBudget(auth: AuthContext): Budget | null {
   return { max: burst, windowMs: Math.max(1000, Math.round((burst / rps) * 1000)) };
 }
 
-type Limiter = ReturnType<FastifyInstance['createRateLimit']>;
-
-async function apply(limiter: Limiter, request: FastifyRequest, reply: FastifyReply): Promise<void> {
-  const result = await limiter(request);
-  if (result.isAllowed) return;
-  const resetSeconds = Math.max(1, result.ttlInSeconds);
-  reply.header('x-ratelimit-limit', result.max);
-  reply.header('x-ratelimit-remaining', result.remaining);
-  reply.header('x-ratelimit-reset', Math.ceil(Date.now() / 1000) + resetSeconds);
-  if (result.isExceeded) {
-    reply.header('retry-after', resetSeconds);
-    throw new RateLimitError(resetSeconds, `Rate limit exceeded: ${result.max} requests per ${Math.round(result.timeWindow / 1000)} s; retry in ${resetSeconds} s`);
-  }
+/** A budget this process saw exhausted, refused locally until its window ends. */
+interface Exhausted extends Budget {
+  until: number;
 }
 
+const EXHAUSTED_MAX_ENTRIES = 10_000;
+const WARN_INTERVAL_MS = 10_000;
+
 /**
- * Rate limits with @fastify/rate-limit's counters (fixed windows, kept in
- * this process: with N replicas each one enforces the budget on the traffic
- * it sees). A refusal is 429 with Retry-After and X-RateLimit-Limit /
- * -Remaining / -Reset (unix seconds), CONTRACT §1.4. Logins are limited per
- * client IP, never per shared key prefix.
+ * Fixed-window rate limits counted in PostgreSQL (spool.rate_limit_counters),
+ * so N replicas share one budget instead of granting N of them. One statement
+ * per limited request; unlimited keys cost none. Once a window is exhausted
+ * this process refuses that budget by itself until the window ends: fixed
+ * windows only ever count up, so the answer cannot change, and a client
+ * hammering past its limit does not cost a write per refusal. A refusal is 429
+ * with Retry-After and X-RateLimit-Limit / -Remaining / -Reset (unix seconds),
+ * CONTRACT §1.4; limited answers carry the X-RateLimit-* headers too. Logins
+ * are limited per client IP, never per shared key prefix.
  */
-export async function installRateLimits(app: FastifyInstance, publicPerMinute: number): Promise<RateLimits> {
-  await app.register(rateLimit, { global: false });
-  const cache = { cache: 20_000 } as object;
-  const byKeyLimiter = app.createRateLimit({
-    ...cache,
-    keyGenerator: (request) => `key:${request.auth?.apiKeyId ?? request.ip}`,
-    max: (request) => (request.auth ? keyBudget(request.auth)?.max ?? 1 : 1),
-    timeWindow: (request) => (request.auth ? keyBudget(request.auth)?.windowMs ?? 1000 : 1000),
-  });
-  const byIpLimiter = app.createRateLimit({
-    ...cache,
-    keyGenerator: (request) => `ip:${request.ip}`,
-    max: publicPerMinute,
-    timeWindow: 60_000,
-  });
+export function createRateLimits(db: Db, publicPerMinute: number, logger: Pick<Logger, 'warn'>): RateLimits {
+  const exhausted = new Map<string, Exhausted>();
+  let lastWarning = 0;
+
+  function remember(bucket: string, entry: Exhausted): void {
+    if (exhausted.size >= EXHAUSTED_MAX_ENTRIES) {
+      const now = Date.now();
+      for (const [key, value] of exhausted) if (value.until <= now) exhausted.delete(key);
+      if (exhausted.size >= EXHAUSTED_MAX_ENTRIES) exhausted.clear();
+    }
+    exhausted.set(bucket, entry);
+  }
+
+  async function count(bucket: string, budget: Budget): Promise<{ hits: number; ttlMs: number } | null> {
+    const known = exhausted.get(bucket);
+    if (known) {
+      const ttlMs = known.until - Date.now();
+      // A changed budget (a key's rate_limit edited) must be counted afresh.
+      if (ttlMs > 0 && known.max === budget.max && known.windowMs === budget.windowMs) return { hits: budget.max + 1, ttlMs };
+      exhausted.delete(bucket);
+    }
+    try {
+      const result = await rateLimitHit(db, bucket, budget.windowMs);
+      if (result.hits > budget.max) remember(bucket, { ...budget, until: Date.now() + result.ttlMs });
+      return result;
+    } catch (err) {
+      // Fail open: without the counters the request's own queries fail too
+      // and answer as they always do; a 500 from here would only hide that.
+      if (Date.now() - lastWarning >= WARN_INTERVAL_MS) {
+        lastWarning = Date.now();
+        logger.warn({ err }, 'rate-limit counters unavailable: requests are not rate limited until the database answers');
+      }
+      return null;
+    }
+  }
+
+  async function apply(bucket: string, budget: Budget, reply: FastifyReply): Promise<void> {
+    const result = await count(bucket, budget);
+    if (!result) return;
+    const resetSeconds = Math.max(1, Math.ceil(result.ttlMs / 1000));
+    reply.header('x-ratelimit-limit', budget.max);
+    reply.header('x-ratelimit-remaining', Math.max(0, budget.max - result.hits));
+    reply.header('x-ratelimit-reset', Math.ceil(Date.now() / 1000) + resetSeconds);
+    if (result.hits > budget.max) {
+      reply.header('retry-after', resetSeconds);
+      throw new RateLimitError(resetSeconds, `Rate limit exceeded: ${budget.max} requests per ${Math.round(budget.windowMs / 1000)} s; retry in ${resetSeconds} s`);
+    }
+  }
+
+  const publicBudget: Budget = { max: publicPerMinute, windowMs: 60_000 };
   return {
     async byKey(request, reply) {
-      if (!request.auth || keyBudget(request.auth) === null) return;
-      await apply(byKeyLimiter, request, reply);
+      if (!request.auth) return;
+      const budget = keyBudget(request.auth);
+      if (budget === null) return;
+      await apply(`key:${request.auth.apiKeyId}`, budget, reply);
     },
     async byIp(request, reply) {
       if (publicPerMinute <= 0) return;
-      await apply(byIpLimiter, request, reply);
+      await apply(`ip:${request.ip}`, publicBudget, reply);
     },
   };
 }

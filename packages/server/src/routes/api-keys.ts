@@ -1,6 +1,6 @@
 import type { FastifyInstance } from 'fastify';
 import { Type } from 'typebox';
-import { API_KEY_ROLES, NotFoundError, ValidationError, type ApiKeyRole } from '@spool/protocol';
+import { API_KEY_ROLES, ConflictError, NotFoundError, ValidationError, type ApiKeyRole } from '@spool/protocol';
 import { apiKeyCreate, apiKeyGet, apiKeyList, apiKeyRevoke, apiKeyUpdate } from '@spool/engine';
 import type { AppContext } from '../app.js';
 import { authOf } from '../http/auth.js';
@@ -77,7 +77,7 @@ export function apiKeyRoutes(app: FastifyInstance, ctx: AppContext): void {
 
   app.put<{ Params: { id: string }; Body: { name?: string; queues?: string[]; rate_limit?: number | null; is_active?: boolean; role?: ApiKeyRole } }>('/api-keys/:id', {
     config: { operation: 'api_key.manage' },
-    schema: { tags, summary: 'Change name, queues, rate limit or active flag', params: IdParams, body: UpdateBody, response: { 200: ApiKeySummarySchema } },
+    schema: { tags, summary: 'Change name, queues, role, rate limit or active flag (is_active: false revokes for good; a revoked key cannot be reactivated: 409)', params: IdParams, body: UpdateBody, response: { 200: ApiKeySummarySchema } },
   }, async (request) => {
     const auth = authOf(request);
     const body = request.body;
@@ -90,6 +90,7 @@ export function apiKeyRoutes(app: FastifyInstance, ctx: AppContext): void {
     });
     ctx.apiKeys.forget();
     if (!row) throw new NotFoundError('API key not found');
+    if (row === 'refused') throw new ConflictError('This API key was revoked and cannot be reactivated; create a new key', { id: request.params.id });
     return apiKeyToWire(row);
   });
 

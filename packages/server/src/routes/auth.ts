@@ -1,12 +1,15 @@
 import type { FastifyInstance } from 'fastify';
 import { Type } from 'typebox';
+import { randomUUID } from 'node:crypto';
 import { AuthenticationError, NotFoundError } from '@spool/protocol';
 import { tokenRevoke } from '@spool/engine';
 import type { AppContext } from '../app.js';
 import { authenticateApiKey, authOf, bearer, verifyToken, type AuthContext } from '../http/auth.js';
 import { ACCESS_TOKEN_SECONDS, REFRESH_TOKEN_SECONDS, type TokenClaims } from '../http/jwt.js';
 
-const LoginBody = Type.Object({ api_key: Type.String({ minLength: 10, maxLength: 512 }) });
+// Long enough for a JWT (a sid claim made them pass 512), so that one sent by
+// mistake is refused as "not an API key", not as too long.
+const LoginBody = Type.Object({ api_key: Type.String({ minLength: 10, maxLength: 8192 }) });
 const LoginResponse = Type.Object({
   access_token: Type.String(),
   refresh_token: Type.String(),
@@ -44,8 +47,19 @@ const ValidateResponse = Type.Object({
 });
 const EmailQuery = Type.Object({ email: Type.Optional(Type.String({ maxLength: 320 })) });
 
-async function issue(ctx: AppContext, auth: AuthContext, type: 'access' | 'refresh') {
-  return ctx.tokens.sign({ organizationId: auth.organizationId, apiKeyId: auth.apiKeyId, queues: auth.queues, type });
+async function issue(ctx: AppContext, auth: AuthContext, type: 'access' | 'refresh', sessionId: string) {
+  return ctx.tokens.sign({ organizationId: auth.organizationId, apiKeyId: auth.apiKeyId, queues: auth.queues, type, sessionId });
+}
+
+/**
+ * The revocations that end a token's session: its session id (for tokens
+ * from before sessions, a refresh token's own jti serves as one), kept until
+ * the last access token that session's refresh token could mint has expired.
+ * `sessionEnd` is that refresh token's exp, or an upper bound of it.
+ */
+function sessionRevocation(claims: TokenClaims, sessionEnd: number): { jti: string; exp: number } | null {
+  const sid = claims.sid ?? (claims.token_type === 'refresh' ? claims.jti : null);
+  return sid ? { jti: sid, exp: sessionEnd + ACCESS_TOKEN_SECONDS } : null;
 }
 
 function claimsToWire(claims: TokenClaims) {
@@ -58,15 +72,18 @@ export function authPublicRoutes(app: FastifyInstance, ctx: AppContext): void {
     schema: { tags: ['auth'], summary: 'Exchange an API key for an access and a refresh token', security: [], body: LoginBody, response: { 200: LoginResponse } },
   }, async (request) => {
     const auth = await authenticateApiKey(ctx, request.body.api_key);
-    const [access, refresh] = await Promise.all([issue(ctx, auth, 'access'), issue(ctx, auth, 'refresh')]);
+    const session = randomUUID();
+    const [access, refresh] = await Promise.all([issue(ctx, auth, 'access', session), issue(ctx, auth, 'refresh', session)]);
     return { access_token: access.token, refresh_token: refresh.token, token_type: 'Bearer', expires_in: ACCESS_TOKEN_SECONDS, refresh_expires_in: REFRESH_TOKEN_SECONDS };
   });
 
   app.post<{ Body: { refresh_token: string } }>('/auth/refresh', {
     schema: { tags: ['auth'], summary: 'Exchange a refresh token for a new access token', security: [], body: RefreshBody, response: { 200: RefreshResponse } },
   }, async (request) => {
-    const { context } = await verifyToken(ctx.db, ctx.tokens, request.body.refresh_token, 'refresh');
-    const access = await issue(ctx, context, 'access');
+    const { claims, context } = await verifyToken(ctx.db, ctx.tokens, request.body.refresh_token, 'refresh');
+    // No rotation: the answer carries no refresh token (CONTRACT §3.2) and
+    // the SDK keeps the one from login, so the session's id stays the same.
+    const access = await issue(ctx, context, 'access', claims.sid ?? claims.jti);
     return { access_token: access.token, token_type: 'Bearer', expires_in: ACCESS_TOKEN_SECONDS };
   });
 
@@ -125,15 +142,24 @@ export function authPublicRoutes(app: FastifyInstance, ctx: AppContext): void {
   });
 }
 
-/** POST /auth/logout: needs the access token it revokes (an API key is accepted as a no-op). */
+/**
+ * POST /auth/logout: needs the access token it revokes (an API key is
+ * accepted as a no-op). It ends the token's session, so the refresh token from
+ * the same login and every access token minted from it stop working too, even
+ * when the client sends no refresh token (the SDK's usual logout).
+ */
 export function authRoutes(app: FastifyInstance, ctx: AppContext): void {
   app.post<{ Body: { refresh_token?: string | null } }>('/auth/logout', {
     config: { operation: 'auth.self' },
-    schema: { tags: ['auth'], summary: 'Revoke the presented access token (and a refresh token, if given)', body: LogoutBody, response: { 204: Type.Null() } },
+    schema: { tags: ['auth'], summary: "Revoke the presented access token and its session: the login's refresh token and its access tokens (and a refresh token, if given)", body: LogoutBody, response: { 204: Type.Null() } },
   }, async (request, reply) => {
     const auth = authOf(request);
     if (auth.via !== 'jwt' || !auth.token) return reply.code(204).send();
     const revoke = [{ jti: auth.token.jti, exp: auth.token.exp }];
+    // The session's refresh token was minted before this access token, so it
+    // expires within REFRESH_TOKEN_SECONDS from now.
+    const session = sessionRevocation(auth.token, Math.floor(Date.now() / 1000) + REFRESH_TOKEN_SECONDS);
+    if (session) revoke.push(session);
     const refresh = request.body.refresh_token;
     if (refresh) {
       // A refresh token that does not verify, or is another organization's,
@@ -141,6 +167,8 @@ export function authRoutes(app: FastifyInstance, ctx: AppContext): void {
       const verified = await ctx.tokens.verify(refresh);
       if (verified.ok && verified.claims.token_type === 'refresh' && verified.claims.org_id === auth.organizationId) {
         revoke.push({ jti: verified.claims.jti, exp: verified.claims.exp });
+        const other = sessionRevocation(verified.claims, verified.claims.exp);
+        if (other) revoke.push(other);
       }
     }
     await tokenRevoke(ctx.db, auth.organizationId, revoke);

@@ -78,16 +78,16 @@ async function main(): Promise<void> {
     const size = await db.query<{ rows: number; bytes: string }>("SELECT count(*)::bigint AS rows, pg_size_pretty(pg_total_relation_size('spool.jobs')) AS bytes FROM spool.jobs");
     await db.end();
 
-    const spool = await startSpool({ ...loadConfig({}), databaseUrl: url, host: '127.0.0.1', port: 0, metricsRefreshMs: 5_000 }, { logger: pino({ level: 'silent' }) });
+    const spool = await startSpool({ ...loadConfig({}), databaseUrl: url, host: '127.0.0.1', port: 0, metricsRefreshMs: 5_000, metricsToken: 'bench-metrics' }, { logger: pino({ level: 'silent' }) });
     const scrapeTimes: number[] = [];
     let bytes = 0;
     try {
       const first = performance.now();
-      await (await fetch(`${spool.url}/metrics`)).text();
+      await (await fetch(`${spool.url}/metrics`, { headers: { authorization: 'Bearer bench-metrics' } })).text();
       const firstMs = performance.now() - first;
       for (let i = 0; i < 200; i++) {
         const t = performance.now();
-        const body = await (await fetch(`${spool.url}/metrics`)).text();
+        const body = await (await fetch(`${spool.url}/metrics`, { headers: { authorization: 'Bearer bench-metrics' } })).text();
         scrapeTimes.push(performance.now() - t);
         bytes = body.length;
         if (i % 20 === 0) await new Promise((r) => setTimeout(r, 250)); // let background refreshes overlap some scrapes

@@ -24,10 +24,13 @@ export interface ReplicaOptions {
   signal?: AbortSignal;
 }
 
+/** The operator token every replica started here accepts on /metrics. */
+export const REPLICA_METRICS_TOKEN = 'replica-metrics-token';
+
 export function startReplica(databaseUrl: string, env: Record<string, string> = {}, options: ReplicaOptions = {}): Promise<Replica> {
   const child = spawn(process.execPath, ['--import', 'tsx', 'packages/server/src/main.ts'], {
     cwd: ROOT,
-    env: { ...process.env, DATABASE_URL: databaseUrl, HOST: '127.0.0.1', PORT: '0', GRPC_PORT: '0', LOG_LEVEL: 'info', DATABASE_POOL_MAX: '6', ...env },
+    env: { ...process.env, DATABASE_URL: databaseUrl, HOST: '127.0.0.1', PORT: '0', GRPC_PORT: '0', LOG_LEVEL: 'info', DATABASE_POOL_MAX: '6', METRICS_TOKEN: REPLICA_METRICS_TOKEN, ...env },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   const exited = new Promise<number | null>((resolve) => child.on('exit', (code) => resolve(code)));

@@ -42,6 +42,7 @@ import { workflowRoutes } from './routes/workflows.js';
 import { metricsRoutes } from './routes/metrics.js';
 import type { SpoolMetrics } from './metrics/spool-metrics.js';
 import type { ApiKeyCache } from './http/api-key-cache.js';
+import type { MetricsOperatorToken } from './metrics/operator-token.js';
 
 /** What route handlers need; built once by the runtime. */
 export interface AppContext {
@@ -60,6 +61,8 @@ export interface AppContext {
   metrics: SpoolMetrics;
   /** Recently presented API keys; call `forget()` after changing a key or an organization's plan. */
   apiKeys: ApiKeyCache;
+  /** The operator's credential for the whole cluster's /metrics. */
+  metricsToken: MetricsOperatorToken;
 }
 
 /** Route modules behind API-key/JWT authentication, mounted under /api/v1. */

@@ -31,7 +31,7 @@ type Need =
   | 'work'
   /** Read jobs (payloads and results included). */
   | 'read_jobs'
-  /** Read everything else queue-bound: queues, workers, schedules, event streams. */
+  /** Read everything else queue-bound: queues, workers, schedules, event streams, the organization's metrics. */
   | 'read'
   /** Change what exists: cancel, retry, priority, dependencies, DLQ, queue config, schedules, workflows. */
   | 'manage'
@@ -79,6 +79,7 @@ export const OPERATIONS = {
   'worker.read': 'read',
   'schedule.read': 'read',
   'events.read': 'read',
+  'metrics.read': 'read',
 
   'job.cancel': 'manage',
   'job.retry': 'manage',

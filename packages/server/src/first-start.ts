@@ -40,3 +40,16 @@ export function firstStartMessage(url: string, apiKey: string, plan: string): st
     '',
   ].join('\n');
 }
+
+/** The generated metrics operator token, once, with what to put in Prometheus. */
+export function metricsTokenMessage(url: string, token: string): string {
+  return [
+    '',
+    'Spool generated the operator token for /metrics (the whole cluster; METRICS_TOKEN overrides it). It is shown only this once:',
+    '',
+    `  ${token}`,
+    '',
+    `Prometheus: authorization: { credentials: ${token} } on the job scraping ${url}/metrics (docs/metrics.md)`,
+    '',
+  ].join('\n');
+}

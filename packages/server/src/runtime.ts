@@ -30,7 +30,8 @@ import { EnqueueBatcher } from './enqueue-batcher.js';
 import type { Config } from './config.js';
 import { startEmbeddedPostgres, type EmbeddedPostgres } from './embedded-postgres.js';
 import { GrpcServer } from './grpc/server.js';
-import { DEVELOPMENT_PLAN, ensureDevelopmentOrganization, firstStartMessage } from './first-start.js';
+import { DEVELOPMENT_PLAN, ensureDevelopmentOrganization, firstStartMessage, metricsTokenMessage } from './first-start.js';
+import { MetricsOperatorToken } from './metrics/operator-token.js';
 import { TokenService } from './http/jwt.js';
 import { WebhookDelivery } from './webhooks/delivery-service.js';
 import { webhookPolicy } from './webhooks/ssrf.js';
@@ -155,11 +156,12 @@ export async function startSpool(config: Config, options: StartOptions = {}): Pr
     services.push(metrics);
 
     const tokens = await TokenService.create(db, config.jwtSecret);
+    const metricsToken = await MetricsOperatorToken.create(db, config.metricsToken);
     const development = await ensureDevelopmentOrganization(db, config);
     const claimWaiters = new ClaimWaiters(notifier);
     const enqueueBatcher = new EnqueueBatcher(db);
     const completeBatcher = new CompleteBatcher(db);
-    const context: AppContext = { db, notifier, config, logger, tokens, startedAt: new Date(), version: VERSION, claimWaiters, enqueueBatcher, completeBatcher, metrics, apiKeys };
+    const context: AppContext = { db, notifier, config, logger, tokens, startedAt: new Date(), version: VERSION, claimWaiters, enqueueBatcher, completeBatcher, metrics, apiKeys, metricsToken };
     const grpc = new GrpcServer({
       context,
       host: config.host,
@@ -173,10 +175,9 @@ export async function startSpool(config: Config, options: StartOptions = {}): Pr
     const address = await app.listen({ host: config.host, port: config.port });
     const url = address.replace('0.0.0.0', '127.0.0.1').replace('[::]', '127.0.0.1');
     logger.info({ url, grpcPort, grpcTls: config.grpcTlsCert !== null }, 'Spool is listening');
-    if (development) {
-      const announce = options.announce ?? ((message: string) => process.stdout.write(`${message}\n`));
-      announce(firstStartMessage(url.replace('127.0.0.1', 'localhost'), development.apiKey, DEVELOPMENT_PLAN));
-    }
+    const announce = options.announce ?? ((message: string) => process.stdout.write(`${message}\n`));
+    if (development) announce(firstStartMessage(url.replace('127.0.0.1', 'localhost'), development.apiKey, DEVELOPMENT_PLAN));
+    if (metricsToken.generated) announce(metricsTokenMessage(url.replace('127.0.0.1', 'localhost'), metricsToken.generated));
 
     let stopping: Promise<void> | null = null;
     return {

@@ -2,18 +2,20 @@ import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import { startTestServer, type TestServer } from '../../../test-support/server.js';
 
+const OPERATOR = 'operator-secret';
 let server: TestServer;
-let guarded: TestServer;
+let generated: TestServer;
+const announced: string[] = [];
 before(async () => {
-  server = await startTestServer('metrics', { metricsRefreshMs: 100 });
-  guarded = await startTestServer('metricstoken', { metricsToken: 'scrape-secret' });
+  server = await startTestServer('metrics', { metricsRefreshMs: 100, metricsToken: OPERATOR });
+  generated = await startTestServer('metricstoken', {}, { announce: (message) => announced.push(message) });
 });
 after(async () => {
   await server.close();
-  await guarded.close();
+  await generated.close();
 });
 
-async function scrape(target: TestServer, auth: string | null = null): Promise<{ status: number; type: string; text: string }> {
+async function scrape(target: TestServer, auth: string | null = OPERATOR): Promise<{ status: number; type: string; text: string }> {
   const response = await fetch(`${target.url}/metrics`, { headers: auth ? { authorization: `Bearer ${auth}` } : {} });
   return { status: response.status, type: response.headers.get('content-type') ?? '', text: await response.text() };
 }
@@ -37,7 +39,7 @@ async function until<T>(probe: () => Promise<T | undefined>, ms = 15_000): Promi
 }
 
 describe('GET /metrics', () => {
-  it('answers publicly with Prometheus text: spooled_, http_ and process_ lines', async () => {
+  it('answers the operator token with Prometheus text: spooled_, http_ and process_ lines', async () => {
     const first = await scrape(server);
     assert.equal(first.status, 200);
     assert.match(first.type, /^text\/plain/);
@@ -88,11 +90,48 @@ describe('GET /metrics', () => {
     assert.equal(sample((await scrape(server)).text, 'spooled_jobs', { organization_id: server.organizationId, queue: 'shared-name', status: 'pending' }), undefined);
   });
 
-  it('wants the bearer token when METRICS_TOKEN is set', async () => {
-    assert.equal((await scrape(guarded)).status, 401);
-    assert.equal((await scrape(guarded, 'wrong')).status, 401);
-    const ok = await scrape(guarded, 'scrape-secret');
+  it('is never public: no credential or a wrong one is 401', async () => {
+    for (const auth of [null, 'wrong', 'sk_test_wrong']) {
+      const answer = await scrape(server, auth);
+      assert.equal(answer.status, 401, `credential ${auth}`);
+      assert.doesNotMatch(answer.text, /organization_id|spooled_jobs\{/);
+    }
+  });
+
+  it("an organization's API key sees only its own series, of its key's queues", async () => {
+    const other = await server.createOrganization();
+    await server.request('POST', '/api/v1/jobs', { body: { queue_name: 'tenant-only-a', payload: {} } });
+    await server.request('POST', '/api/v1/jobs', { body: { queue_name: 'tenant-only-b', payload: {} } });
+    await server.request('POST', '/api/v1/jobs', { body: { queue_name: 'other-org-queue', payload: {} }, auth: other.apiKey });
+    await until(async () => sample((await scrape(server)).text, 'spooled_jobs', { organization_id: other.organizationId, queue: 'other-org-queue', status: 'pending' }));
+    const own = await scrape(server, server.apiKey);
+    assert.equal(own.status, 200);
+    assert.equal(sample(own.text, 'spooled_jobs', { organization_id: server.organizationId, queue: 'tenant-only-a', status: 'pending' }), 1);
+    assert.ok(!own.text.includes(other.organizationId) && !own.text.includes('other-org-queue'), 'another organization leaks into a tenant scrape');
+    assert.match(own.text, /^process_cpu_user_seconds_total /m);
+    assert.doesNotMatch(own.text, /^spooled_workers\{/m, "cluster-wide series are the operator's");
+    const limited = await server.request('POST', '/api/v1/api-keys', { body: { name: 'metrics limited', queues: ['tenant-only-a'] } });
+    const narrow = await scrape(server, limited.body.key);
+    assert.equal(sample(narrow.text, 'spooled_jobs', { organization_id: server.organizationId, queue: 'tenant-only-a', status: 'pending' }), 1);
+    assert.ok(!narrow.text.includes('tenant-only-b'), 'a queue-scoped key sees another queue');
+  });
+
+  it('without METRICS_TOKEN generates an operator token at first start, shows it once and keeps only its hash', async () => {
+    const message = announced.find((m) => m.includes('/metrics'));
+    assert.ok(message, 'the token was announced');
+    const token = /\b(smt_[A-Za-z0-9_-]+)/.exec(message!)![1]!;
+    assert.equal((await scrape(generated, null)).status, 401);
+    const ok = await scrape(generated, token);
     assert.equal(ok.status, 200);
     assert.match(ok.text, /^spooled_/m);
+    const stored = await generated.spool.db.query<{ value: string }>("SELECT value FROM spool.server_settings WHERE name = 'metrics_token_sha256'");
+    assert.ok(!stored.rows[0]!.value.includes(token));
   });
+
+  it('takes METRICS_TOKEN as the operator token when it is set', async () => {
+    const ok = await scrape(server, OPERATOR);
+    assert.equal(ok.status, 200);
+    assert.match(ok.text, /^spooled_workers\{/m);
+  });
+
 });

@@ -15,7 +15,7 @@ import { jobClaim, organizationCreate } from '@spool/engine';
 import { SpoolClient, Worker } from '@spool/sdk';
 import { checkChaos, type Effect, type HistoryEvent } from '../../../reliability/chaos-check.js';
 import { createTestDatabase, type TestDatabase } from '../../../test-support/db.js';
-import { startReplica, type Replica } from '../../../test-support/replica.js';
+import { REPLICA_METRICS_TOKEN, startReplica, type Replica } from '../../../test-support/replica.js';
 import { openSse, type SseClient } from '../../../test-support/sse.js';
 
 const QUEUE = 'replicated-work';
@@ -47,7 +47,7 @@ after(async () => {
 
 /** Counter values of `spooled_maintenance_operations_total` on one replica, keyed `service/operation`. */
 async function maintenanceCounters(replica: Replica): Promise<Map<string, number>> {
-  const text = await (await fetch(`${replica.url}/metrics`)).text();
+  const text = await (await fetch(`${replica.url}/metrics`, { headers: { authorization: `Bearer ${REPLICA_METRICS_TOKEN}` } })).text();
   const out = new Map<string, number>();
   for (const match of text.matchAll(/^spooled_maintenance_operations_total\{service="([^"]+)",operation="([^"]+)"\} (\S+)$/gm)) {
     out.set(`${match[1]}/${match[2]}`, Number(match[3]));

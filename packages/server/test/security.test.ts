@@ -132,7 +132,7 @@ describe('constant-time secret comparison', () => {
     const uses = (file: string) => readFileSync(join(ROOT, file), 'utf8').match(/sameSecret\(/g)?.length ?? 0;
     assert.ok(uses('packages/server/src/http/admin-auth.ts') >= 1, 'admin key');
     assert.ok(uses('packages/server/src/routes/incoming-webhooks.ts') >= 3, 'webhook token, GitHub and Stripe signatures');
-    assert.ok(uses('packages/server/src/routes/metrics.ts') >= 1, 'metrics token');
+    assert.ok(uses('packages/server/src/metrics/operator-token.ts') >= 1, 'metrics token');
   });
 
   it('no source compares a secret with === or calls timingSafeEqual outside sameSecret', () => {

@@ -130,11 +130,14 @@ describe('admin organizations', () => {
     assert.equal((await admin('POST', '/organizations/00000000-0000-4000-8000-000000000000/api-keys', { name: 'x' })).status, 404);
     assert.equal((await admin('POST', `/organizations/${id}/api-keys`, {})).status, 400);
 
-    const before = await server.request('GET', '/api/v1/organizations/usage', { auth: key.body.key });
+    // Usage is organization-level: a key limited to some queues may not read it (docs/tenancy.md).
+    assert.equal((await server.request('GET', '/api/v1/organizations/usage', { auth: key.body.key })).status, 403);
+    const everyQueue = (await admin('POST', `/organizations/${id}/api-keys`, { name: 'usage key' })).body.key;
+    const before = await server.request('GET', '/api/v1/organizations/usage', { auth: everyQueue });
     assert.equal(before.body.usage.jobs_today.current, 1);
     const reset = await server.request('POST', `/api/v1/admin/organizations/${id}/reset-usage`, { headers: ADMIN, rawBody: '' });
     assert.equal(reset.status, 204);
-    const afterReset = await server.request('GET', '/api/v1/organizations/usage', { auth: key.body.key });
+    const afterReset = await server.request('GET', '/api/v1/organizations/usage', { auth: everyQueue });
     assert.equal(afterReset.body.usage.jobs_today.current, 0);
     assert.equal((await admin('POST', '/organizations/nope/reset-usage')).status, 404);
   });

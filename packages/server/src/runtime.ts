@@ -12,6 +12,7 @@ import {
   Notifier,
   parseJobsNotice,
   RevokedTokenPruner,
+  IncomingDeliveryPruner,
   ScheduledPromoter,
   ScheduleFirer,
   ScheduleRunPruner,
@@ -124,6 +125,7 @@ export async function startSpool(config: Config, options: StartOptions = {}): Pr
       new DlqRetention(db, { log }),
       new ScheduleRunPruner(db, { log }),
       new RevokedTokenPruner(db, { log }),
+      new IncomingDeliveryPruner(db, { log }),
     ];
     const leader: LeaderElector = new LeaderElector(db, {
       ttlMs: config.leaderTtlMs,

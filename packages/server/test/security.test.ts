@@ -95,11 +95,12 @@ describe('body limits of routes with their own parsers', () => {
   after(async () => server.close());
 
   it('webhook ingestion refuses a body over 5 MiB with 413 and the error body, and enqueues nothing', async () => {
+    const token = { 'x-webhook-token': (await call(server.url, 'GET', '/api/v1/organizations/webhook-token', server.apiKey)).body.token as string };
     const body = JSON.stringify({ queue_name: 'hooks', payload: { blob: 'z'.repeat(5 * 1024 * 1024) } });
-    const response = await call(server.url, 'POST', `/api/v1/webhooks/${server.organizationId}/custom`, null, body);
+    const response = await call(server.url, 'POST', `/api/v1/webhooks/${server.organizationId}/custom`, null, body, token);
     assert.equal(response.status, 413, response.text.slice(0, 200));
     assert.equal(response.body.code, 'PAYLOAD_TOO_LARGE');
-    const under = await call(server.url, 'POST', `/api/v1/webhooks/${server.organizationId}/custom`, null, { queue_name: 'hooks', payload: { small: true } });
+    const under = await call(server.url, 'POST', `/api/v1/webhooks/${server.organizationId}/custom`, null, { queue_name: 'hooks', payload: { small: true } }, token);
     assert.equal(under.status, 200, 'a small body is accepted (the test can fail)');
     const jobs = await server.spool.db.query("SELECT count(*)::int AS n FROM spool.jobs WHERE queue_name = 'hooks'");
     assert.equal(jobs.rows[0].n, 1);

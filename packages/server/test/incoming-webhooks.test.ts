@@ -313,6 +313,18 @@ describe('GET/PUT/DELETE /api/v1/organizations/webhook-secrets', () => {
     assert.equal((await post(`/api/v1/webhooks/${org.organizationId}/github`, again, { ...headers, 'x-hub-signature-256': githubSignature(again, 'gh-delete-me') })).status, 401);
   });
 
+  it('refuses a key limited to some queues with 403 (a signing secret enqueues into every github-*/stripe-* queue)', async () => {
+    const org = await server.createOrganization();
+    const limited = await server.request('POST', '/api/v1/api-keys', { auth: org.apiKey, body: { name: 'emails only', queues: ['emails'] } });
+    assert.equal(limited.status, 201, limited.text);
+    for (const method of ['PUT', 'DELETE']) {
+      const response = await server.request(method, '/api/v1/organizations/webhook-secrets/github', { auth: limited.body.key, body: { secret: 'from-a-limited-key' } });
+      assert.equal(response.status, 403, `${method}: ${response.text}`);
+      assert.match(response.body.message, /every queue/);
+    }
+    assert.equal((await server.request('GET', '/api/v1/organizations/webhook-secrets', { auth: org.apiKey })).body.github.configured, false);
+  });
+
   it("does not open a secret row moved to another organization (the ciphertext is bound to its owner)", async () => {
     const a = await server.createOrganization();
     const b = await server.createOrganization();

@@ -20,7 +20,7 @@ import {
 } from '@spool/engine';
 import type { AppContext } from '../app.js';
 import { adminKeyMatches } from '../http/admin-auth.js';
-import { authOf } from '../http/auth.js';
+import { authOf, type AuthContext } from '../http/auth.js';
 import { secretBoxOf, webhookSecretOwner } from '../secret-box.js';
 import { availableSlug, SLUG_MAX, SLUG_MIN, SLUG_PATTERN, slugProblem } from '../slug.js';
 import { usageInfos } from '../usage.js';
@@ -69,6 +69,18 @@ const WebhookSecretStatus = Type.Object({
 const WebhookSecretsResponse = Type.Object({ github: WebhookSecretStatus, stripe: WebhookSecretStatus });
 const ProviderParams = Type.Object({ provider: Type.String({ maxLength: 50 }) });
 const WebhookSecretBody = Type.Object({ secret: Type.String({ minLength: 1, maxLength: 1024 }) });
+
+function keyIsUnrestricted(auth: AuthContext): boolean {
+  return auth.queues.length === 0 || auth.queues.includes('*');
+}
+
+/**
+ * A signing secret lets its holder enqueue into every github-* / stripe-*
+ * queue, so a key limited to some queues must not set or remove one.
+ */
+function assertMaySetWebhookSecrets(auth: AuthContext): void {
+  if (!keyIsUnrestricted(auth)) throw new AccessDeniedError('Setting or removing webhook signing secrets needs an API key with access to every queue; use the organization\'s initial key or another unrestricted one');
+}
 
 function providerOf(name: string): WebhookProvider {
   const provider = WEBHOOK_PROVIDERS.find((known) => known === name);
@@ -235,6 +247,7 @@ export function organizationRoutes(app: FastifyInstance, ctx: AppContext): void 
     },
   }, async (request) => {
     const provider = providerOf(request.params.provider);
+    assertMaySetWebhookSecrets(authOf(request));
     const organizationId = authOf(request).organizationId;
     const sealed = secretBoxOf(ctx.config).seal(request.body.secret, webhookSecretOwner(organizationId, provider));
     const row = await organizationWebhookSecretSet(ctx.db, organizationId, provider, sealed);
@@ -245,7 +258,9 @@ export function organizationRoutes(app: FastifyInstance, ctx: AppContext): void 
   app.delete<{ Params: { provider: string } }>('/organizations/webhook-secrets/:provider', {
     schema: { tags: [...tags, 'extension'], summary: "Extension: remove the organization's github or stripe signing secret (that provider's deliveries are then refused)", params: ProviderParams, response: { 204: Type.Null() } },
   }, async (request, reply) => {
-    await organizationWebhookSecretDelete(ctx.db, authOf(request).organizationId, providerOf(request.params.provider));
+    const provider = providerOf(request.params.provider);
+    assertMaySetWebhookSecrets(authOf(request));
+    await organizationWebhookSecretDelete(ctx.db, authOf(request).organizationId, provider);
     return reply.code(204).send();
   });
 

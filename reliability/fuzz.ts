@@ -67,6 +67,7 @@ async function main(): Promise<number> {
     adminApiKey: secrets.adminKey,
     githubWebhookSecret: secrets.githubSecret,
     stripeWebhookSecret: secrets.stripeSecret,
+    secretsKey: randomBytes(32),
     defaultPlan: 'unlimited' as const,
     publicRateLimitPerMinute: 0,
   };

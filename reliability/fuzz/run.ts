@@ -188,6 +188,9 @@ async function prepareTarget(server: FuzzServer): Promise<{ target: Target; harv
     ['POST', '/api/v1/outgoing-webhooks', { name: 'fuzz-hook', url: 'http://127.0.0.1:9/hook', events: ['job.completed'] }],
     ['POST', '/api/v1/api-keys', { name: 'fuzz key' }],
     ['POST', '/api/v1/organizations/webhook-token/regenerate', undefined],
+    // Deliveries are verified with the organization's own secrets (the server-wide ones apply only to a lone organization).
+    ['PUT', '/api/v1/organizations/webhook-secrets/github', { secret: server.githubSecret }],
+    ['PUT', '/api/v1/organizations/webhook-secrets/stripe', { secret: server.stripeSecret }],
   ] as const;
   for (const [method, path, body] of attempts) harvest(JSON.stringify(await api(server, method, path, body).catch(() => null)), `${method} ${path}`);
   for (const path of ['/api/v1/jobs', '/api/v1/workers', '/api/v1/schedules', '/api/v1/workflows', '/api/v1/outgoing-webhooks', '/api/v1/api-keys']) harvest(JSON.stringify(await api(server, 'GET', path).catch(() => null)), `GET ${path}`);
@@ -217,6 +220,10 @@ async function prepareTarget(server: FuzzServer): Promise<{ target: Target; harv
     async refresh(label: string) {
       if (label.includes('/auth/logout') || label.includes('/auth/refresh')) tokens = await login();
       if (label.includes('webhook-token')) await readWebhookToken();
+      if (label.includes('webhook-secrets')) {
+        await api(server, 'PUT', '/api/v1/organizations/webhook-secrets/github', { secret: server.githubSecret }).catch(() => null);
+        await api(server, 'PUT', '/api/v1/organizations/webhook-secrets/stripe', { secret: server.stripeSecret }).catch(() => null);
+      }
     },
   };
 }

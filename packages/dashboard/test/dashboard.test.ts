@@ -5,6 +5,7 @@
  * console errors and saves screenshots under packages/dashboard/test-artifacts/.
  */
 import assert from 'node:assert/strict';
+import { createHmac, randomBytes } from 'node:crypto';
 import { after, before, describe, it } from 'node:test';
 import type { Browser, Page } from 'playwright-core';
 import { startTestServer, type TestServer } from '../../../test-support/server.js';
@@ -15,7 +16,7 @@ let browser: Browser;
 const open: DashboardPage[] = [];
 
 before(async () => {
-  [server, browser] = await Promise.all([startTestServer('dashboard'), launchBrowser()]);
+  [server, browser] = await Promise.all([startTestServer('dashboard', { secretsKey: randomBytes(32) }), launchBrowser()]);
 });
 after(async () => {
   await Promise.all(open.map((d) => d.close().catch(() => {})));
@@ -210,6 +211,40 @@ describe('dashboard', { timeout: 180_000 }, () => {
     await page.getByRole('heading', { name: 'Sign in' }).waitFor();
     assert.equal((await server.request('GET', '/api/v1/jobs/stats', { auth: created.key })).status, 401);
     d.assertNoConsoleErrors([/status of 401/]);
+  });
+
+  it('sets the GitHub signing secret and replaces the webhook token from Settings', async () => {
+    const d = await signedIn('/settings');
+    const { page } = d;
+    const section = page.getByTestId('incoming-webhooks');
+    const before = await section.getByTestId('webhook-token').inputValue();
+    assert.equal(before, (await api('GET', '/organizations/webhook-token')).token);
+
+    const row = section.locator('tr[data-provider="github"]');
+    await row.locator('[data-status="disabled"]').waitFor();
+    await row.getByRole('button', { name: 'Set secret' }).click();
+    const dialog = page.getByRole('dialog', { name: 'GitHub signing secret' });
+    await dialog.getByLabel('Signing secret').fill('gh-from-the-dashboard');
+    await dialog.getByRole('button', { name: 'Save secret' }).click();
+    await row.locator('[data-status="active"]').waitFor();
+    assert.equal((await api('GET', '/organizations/webhook-secrets')).github.configured, true);
+    assert.ok(!(await section.textContent())!.includes('gh-from-the-dashboard'), 'the secret is not shown back');
+    const body = JSON.stringify({ zen: 'dashboard' });
+    const delivery = await server.request('POST', `/api/v1/webhooks/${server.organizationId}/github`, {
+      auth: null, rawBody: body, headers: { 'x-github-event': 'push', 'x-hub-signature-256': `sha256=${createHmac('sha256', 'gh-from-the-dashboard').update(body).digest('hex')}` },
+    });
+    assert.equal(delivery.status, 200, delivery.text);
+    await d.screenshot('settings-incoming-webhooks');
+
+    await section.getByRole('button', { name: 'Regenerate token' }).click();
+    await page.getByRole('dialog', { name: 'Replace the webhook token?' }).getByRole('button', { name: 'Replace token' }).click();
+    await page.waitForFunction((old) => (document.querySelector('[data-testid="webhook-token"]') as HTMLInputElement | null)?.value !== old, before);
+    assert.notEqual((await api('GET', '/organizations/webhook-token')).token, before);
+
+    await row.getByRole('button', { name: 'Remove' }).click();
+    await page.getByRole('dialog', { name: 'Remove the GitHub secret?' }).getByRole('button', { name: 'Remove secret' }).click();
+    await row.locator('[data-status="disabled"]').waitFor();
+    d.assertNoConsoleErrors();
   });
 
   it('renders every page, on a wide and a narrow screen', async () => {

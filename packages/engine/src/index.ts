@@ -52,3 +52,5 @@ export * from './ops/history.js';
 export * from './ops/event.js';
 export * from './ops/webhook.js';
 export * from './ops/metrics.js';
+export * from './ops/incoming-webhook.js';
+export * from './services/incoming-delivery-pruner.js';

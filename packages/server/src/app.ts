@@ -130,11 +130,19 @@ function requestSerializer(request: { method?: string; url?: string; ip?: string
 
 const MAX_BODY_BYTES = 6 * 1024 * 1024;
 
+/** TRUST_PROXY as a hop count: the nearest `hops` peers are proxies (what Fastify does for a number, which its types omit). */
+function trustHops(hops: number): (address: string, hop: number) => boolean {
+  return (_address, hop) => hop < hops;
+}
+
 /** Builds the HTTP application (not listening yet). */
 export async function buildApp(ctx: AppContext): Promise<FastifyInstance> {
   const app = Fastify({
     loggerInstance: ctx.logger.child({}, { serializers: { req: requestSerializer } }) as FastifyBaseLogger,
     bodyLimit: MAX_BODY_BYTES,
+    // Without it request.ip and request.protocol are the peer's own: a client
+    // cannot claim HTTPS or another address with X-Forwarded-* headers.
+    trustProxy: typeof ctx.config.trustProxy === 'number' ? trustHops(ctx.config.trustProxy) : ctx.config.trustProxy,
     requestIdHeader: 'x-request-id',
     genReqId: () => randomUUID(),
     return503OnClosing: true,

@@ -1,3 +1,4 @@
+import { isIP } from 'node:net';
 import { PLAN_TIERS, type PlanTier } from './plans.js';
 import { parseNetwork, type Network } from './webhooks/ssrf.js';
 
@@ -44,10 +45,26 @@ export interface Config {
   leaderTtlMs: number;
   /** A cron tick later than this is "missed" and handled by the schedule's missed_policy. */
   misfireThresholdMs: number;
-  /** Verifies POST /webhooks/{org}/github (X-Hub-Signature-256). */
+  /**
+   * Fallback for POST /webhooks/{org}/github (X-Hub-Signature-256): used only
+   * while exactly one live organization exists and it has no GitHub secret
+   * of its own, so that one organization's signed delivery is never
+   * accepted at another's URL.
+   */
   githubWebhookSecret: string | null;
-  /** Verifies POST /webhooks/{org}/stripe (Stripe-Signature). */
+  /** The same fallback for POST /webhooks/{org}/stripe (Stripe-Signature). */
   stripeWebhookSecret: string | null;
+  /**
+   * AES-256-GCM key for secrets stored in the database (per-organization
+   * webhook signing secrets). Null: a key file in `dataDir` in development;
+   * in production such secrets cannot be set.
+   */
+  secretsKey: Buffer | null;
+  /**
+   * Which peers may set X-Forwarded-For/-Proto/-Host (Fastify's
+   * `trustProxy`): false = none, a hop count, or addresses/CIDRs.
+   */
+  trustProxy: false | number | string[];
   /** When set, GET /metrics wants `Authorization: Bearer <token>`; otherwise it is public (CONTRACT §3.1). */
   metricsToken: string | null;
   /** How often the cached queue aggregates behind /metrics refresh while scraped. */
@@ -104,6 +121,40 @@ function networks(env: NodeJS.ProcessEnv, name: string): Network[] {
   });
 }
 
+function secretsKey(env: NodeJS.ProcessEnv, name: string): Buffer | null {
+  const raw = env[name]?.trim();
+  if (!raw) return null;
+  const key = /^[0-9a-fA-F]{64}$/.test(raw) ? Buffer.from(raw, 'hex') : /^[A-Za-z0-9+/_-]{43}=?$/.test(raw) ? Buffer.from(raw, 'base64') : null;
+  if (!key || key.length !== 32) throw new Error(`${name} must be 32 bytes as 64 hex digits or base64 (e.g. openssl rand -base64 32)`);
+  return key;
+}
+
+/** proxy-addr's names for address ranges, accepted as TRUST_PROXY entries. */
+const PROXY_RANGE_NAMES = new Set(['loopback', 'linklocal', 'uniquelocal']);
+
+function proxyEntry(entry: string): boolean {
+  if (PROXY_RANGE_NAMES.has(entry)) return true;
+  const [address, prefix, ...rest] = entry.split('/');
+  const family = isIP(address ?? '');
+  if (family === 0 || rest.length > 0) return false;
+  if (prefix === undefined) return true;
+  return /^\d{1,3}$/.test(prefix) && Number(prefix) <= (family === 4 ? 32 : 128);
+}
+
+function trustProxy(env: NodeJS.ProcessEnv, name: string): false | number | string[] {
+  const raw = env[name]?.trim();
+  if (!raw || raw === 'false') return false;
+  if (/^\d+$/.test(raw)) {
+    const hops = Number(raw);
+    if (hops > 10) throw new Error(`${name} as a hop count must be 0-10 (got "${raw}")`);
+    return hops === 0 ? false : hops;
+  }
+  const entries = raw.split(',').map((entry) => entry.trim()).filter((entry) => entry !== '');
+  const bad = entries.find((entry) => !proxyEntry(entry));
+  if (bad !== undefined) throw new Error(`${name} must be a hop count or a comma list of IP addresses, CIDRs or loopback/linklocal/uniquelocal (bad entry "${bad}")`);
+  return entries;
+}
+
 export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
   const environment = oneOf(env, 'SPOOL_ENV', ['development', 'production'] as const, env.NODE_ENV === 'production' ? 'production' : 'development');
   const [grpcTlsCert, grpcTlsKey] = pairedFiles(env, 'GRPC_TLS_CERT', 'GRPC_TLS_KEY');
@@ -131,6 +182,8 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     misfireThresholdMs: int(env, 'SPOOL_MISFIRE_THRESHOLD_MS', 60_000, 0, 86_400_000),
     githubWebhookSecret: env.GITHUB_WEBHOOK_SECRET || null,
     stripeWebhookSecret: env.STRIPE_WEBHOOK_SECRET || null,
+    secretsKey: secretsKey(env, 'SPOOL_SECRETS_KEY'),
+    trustProxy: trustProxy(env, 'TRUST_PROXY'),
     metricsToken: env.METRICS_TOKEN || null,
     metricsRefreshMs: int(env, 'METRICS_REFRESH_MS', 5_000, 100, 600_000),
     authCacheMs: int(env, 'AUTH_CACHE_MS', 0, 0, 60_000),

@@ -13,6 +13,7 @@ import {
   parseJobsNotice,
   RateLimitPruner,
   RevokedTokenPruner,
+  IncomingDeliveryPruner,
   ScheduledPromoter,
   ScheduleFirer,
   ScheduleRunPruner,
@@ -83,6 +84,15 @@ export interface StartOptions {
   announce?: (message: string) => void;
 }
 
+/** The server-wide provider secrets verify deliveries only for a lone organization: say so when they are set in vain. */
+async function warnUnusedWebhookSecrets(db: Db, config: Config, logger: Logger): Promise<void> {
+  const set = [config.githubWebhookSecret && 'GITHUB_WEBHOOK_SECRET', config.stripeWebhookSecret && 'STRIPE_WEBHOOK_SECRET'].filter(Boolean);
+  if (set.length === 0) return;
+  const live = await db.query<{ n: number }>("SELECT count(*)::int AS n FROM (SELECT 1 FROM spool.organizations WHERE plan_tier <> 'deleted' LIMIT 2) AS live");
+  if ((live.rows[0]?.n ?? 0) < 2) return;
+  logger.warn({ variables: set }, `${set.join(' and ')} ${set.length > 1 ? 'are' : 'is'} ignored while several organizations exist: each organization sets its own signing secret (PUT /api/v1/organizations/webhook-secrets/{github|stripe}, or the dashboard's Settings)`);
+}
+
 /**
  * The composition root: database (embedded or external), migrations,
  * notifier, maintenance services and the HTTP app, started in order and
@@ -128,6 +138,7 @@ export async function startSpool(config: Config, options: StartOptions = {}): Pr
       new ScheduleRunPruner(db, { log }),
       new RevokedTokenPruner(db, { log }),
       new RateLimitPruner(db, { log }),
+      new IncomingDeliveryPruner(db, { log }),
     ];
     const leader: LeaderElector = new LeaderElector(db, {
       ttlMs: config.leaderTtlMs,
@@ -158,6 +169,7 @@ export async function startSpool(config: Config, options: StartOptions = {}): Pr
     const tokens = await TokenService.create(db, config.jwtSecret);
     const metricsToken = await MetricsOperatorToken.create(db, config.metricsToken);
     const development = await ensureDevelopmentOrganization(db, config);
+    await warnUnusedWebhookSecrets(db, config, logger);
     const claimWaiters = new ClaimWaiters(notifier);
     const enqueueBatcher = new EnqueueBatcher(db);
     const completeBatcher = new CompleteBatcher(db);

@@ -105,7 +105,9 @@ describe('admin organizations', () => {
     assert.equal(patched.status, 200, patched.text);
     assert.equal(patched.body.plan_tier, 'starter');
     assert.deepEqual(patched.body.custom_limits, { max_active_jobs: 2, someThingElse: true });
-    assert.deepEqual(patched.body.settings, { region: 'eu' });
+    // Settings are replaced, except the webhook token generated at creation.
+    assert.deepEqual(patched.body.settings, { region: 'eu', webhook_token: created.body.organization.settings.webhook_token });
+    assert.match(created.body.organization.settings.webhook_token, /^whk_/);
     const usage = await server.request('GET', '/api/v1/organizations/usage', { auth: key });
     assert.equal(usage.body.limits.max_active_jobs, 2);
     assert.equal(usage.body.limits.max_queues, 10);

@@ -27,6 +27,7 @@ before(async () => {
     adminApiKey: secrets.adminKey,
     githubWebhookSecret: secrets.githubSecret,
     stripeWebhookSecret: secrets.stripeSecret,
+    secretsKey: randomBytes(32),
     publicRateLimitPerMinute: 0,
   }, { logger: pino({ level: 'error' }, sink) });
   target = { url: server.url, routes: server.spool.routes, db: server.spool.db, apiKey: server.apiKey, organizationId: server.organizationId, ...secrets, errorLogs: () => errorLogs };

@@ -223,19 +223,21 @@ describe('slugs', () => {
 });
 
 describe('webhook token', () => {
-  it('is null at first, regenerated as whk_ + 32 base64url characters, and cleared', async () => {
+  it('is generated at registration as whk_ + 32 base64url characters, regenerated, and cleared', async () => {
     const created = await register({ name: 'Token Co', slug: uniqueSlug('token') });
     const key = created.body.api_key.key as string;
     const id = created.body.organization.id as string;
     const initial = await server.request('GET', '/api/v1/organizations/webhook-token', { auth: key });
     assert.equal(initial.status, 200);
     assert.deepEqual(Object.keys(initial.body).sort(), ['token', 'webhook_token', 'webhook_url']);
-    assert.equal(initial.body.token, null);
+    assert.match(initial.body.token, /^whk_[A-Za-z0-9_-]{32}$/);
+    assert.equal(created.body.organization.settings.webhook_token, initial.body.token);
     assert.equal(initial.body.webhook_url, `${server.url}/api/v1/webhooks/${id}/custom`);
     const regenerated = await server.request('POST', '/api/v1/organizations/webhook-token/regenerate', { auth: key, rawBody: '' });
     assert.equal(regenerated.status, 200);
     assert.match(regenerated.body.token, /^whk_[A-Za-z0-9_-]{32}$/);
     assert.equal(regenerated.body.webhook_token, regenerated.body.token);
+    assert.notEqual(regenerated.body.token, initial.body.token);
     const again = await server.request('POST', '/api/v1/organizations/webhook-token/regenerate', { auth: key });
     assert.notEqual(again.body.token, regenerated.body.token);
     assert.equal((await server.request('GET', '/api/v1/organizations/webhook-token', { auth: key })).body.token, again.body.token);
@@ -246,5 +248,18 @@ describe('webhook token', () => {
     assert.equal((await server.request('GET', '/api/v1/organizations/webhook-token', { auth: key })).body.token, null);
     assert.equal((await server.request('POST', '/api/v1/organizations/webhook-token/clear', { auth: key, rawBody: '' })).status, 204);
     assert.equal((await server.request('POST', '/api/v1/organizations/webhook-token/clear', { auth: key, body: { confirm: 'yes' } })).status, 400);
+  });
+
+  it('is generated for organizations the admin API creates, each its own', async () => {
+    const tokens = new Set<string>();
+    for (let i = 0; i < 2; i++) {
+      const created = await server.request('POST', '/api/v1/admin/organizations', { auth: null, headers: { 'x-admin-key': 'test-admin-key' }, body: { name: 'Admin Token Co', slug: uniqueSlug('admintoken') } });
+      assert.equal(created.status, 201, created.text);
+      const token = (await server.request('GET', '/api/v1/organizations/webhook-token', { auth: created.body.api_key.key })).body.token;
+      assert.match(token, /^whk_[A-Za-z0-9_-]{32}$/);
+      assert.equal(created.body.organization.settings.webhook_token, token);
+      tokens.add(token);
+    }
+    assert.equal(tokens.size, 2);
   });
 });

@@ -67,7 +67,8 @@ describe('API edge (regressions found by npm run fuzz)', () => {
   });
 
   it('incoming webhooks apply the same nesting limit to their raw bodies', async () => {
-    const response = await server.request('POST', `/api/v1/webhooks/${server.organizationId}/custom`, { auth: null, rawBody: `{"queue_name":"edge","payload":${nested(5000)}}` });
+    const token = (await server.request('GET', '/api/v1/organizations/webhook-token')).body.token as string;
+    const response = await server.request('POST', `/api/v1/webhooks/${server.organizationId}/custom`, { auth: null, rawBody: `{"queue_name":"edge","payload":${nested(5000)}}`, headers: { 'x-webhook-token': token } });
     assert.equal(response.status, 400, response.text);
     assert.equal(response.body.message, 'body is nested more than 128 levels deep');
   });

@@ -95,11 +95,12 @@ describe('body limits of routes with their own parsers', () => {
   after(async () => server.close());
 
   it('webhook ingestion refuses a body over 5 MiB with 413 and the error body, and enqueues nothing', async () => {
+    const token = { 'x-webhook-token': (await call(server.url, 'GET', '/api/v1/organizations/webhook-token', server.apiKey)).body.token as string };
     const body = JSON.stringify({ queue_name: 'hooks', payload: { blob: 'z'.repeat(5 * 1024 * 1024) } });
-    const response = await call(server.url, 'POST', `/api/v1/webhooks/${server.organizationId}/custom`, null, body);
+    const response = await call(server.url, 'POST', `/api/v1/webhooks/${server.organizationId}/custom`, null, body, token);
     assert.equal(response.status, 413, response.text.slice(0, 200));
     assert.equal(response.body.code, 'PAYLOAD_TOO_LARGE');
-    const under = await call(server.url, 'POST', `/api/v1/webhooks/${server.organizationId}/custom`, null, { queue_name: 'hooks', payload: { small: true } });
+    const under = await call(server.url, 'POST', `/api/v1/webhooks/${server.organizationId}/custom`, null, { queue_name: 'hooks', payload: { small: true } }, token);
     assert.equal(under.status, 200, 'a small body is accepted (the test can fail)');
     const jobs = await server.spool.db.query("SELECT count(*)::int AS n FROM spool.jobs WHERE queue_name = 'hooks'");
     assert.equal(jobs.rows[0].n, 1);
@@ -168,6 +169,7 @@ describe('logs never carry secrets or payloads', () => {
     GITHUB_WEBHOOK_SECRET: marker('github-secret'),
     STRIPE_WEBHOOK_SECRET: marker('stripe-secret'),
     METRICS_TOKEN: marker('metrics-token'),
+    SPOOL_SECRETS_KEY: randomBytes(32).toString('base64'),
   };
 
   before(async () => {
@@ -271,8 +273,12 @@ describe('logs never carry secrets or payloads', () => {
     secrets.push(webhookToken, hookPayload, hookSecret);
     assert.equal((await call(url, 'POST', `/api/v1/webhooks/${orgId}/custom`, null, { queue_name: 'hooks', payload: { p: hookPayload } }, { 'x-webhook-token': webhookToken })).status, 200);
     assert.equal((await call(url, 'POST', `/api/v1/webhooks/${orgId}/custom`, null, { queue_name: 'hooks', payload: {} }, { 'x-webhook-token': wrongAdmin })).status, 401);
+    // The first-start organization exists too, so the server-wide secret does not apply: the organization's own does.
+    const githubSecret = marker('org-github-secret');
+    secrets.push(githubSecret);
+    assert.equal((await call(url, 'PUT', '/api/v1/organizations/webhook-secrets/github', key, { secret: githubSecret })).status, 200);
     const raw = JSON.stringify({ p: hookPayload });
-    const signature = `sha256=${createHmac('sha256', env.GITHUB_WEBHOOK_SECRET).update(raw).digest('hex')}`;
+    const signature = `sha256=${createHmac('sha256', githubSecret).update(raw).digest('hex')}`;
     secrets.push(signature.slice('sha256='.length));
     assert.equal((await call(url, 'POST', `/api/v1/webhooks/${orgId}/github`, null, raw, { 'x-webhook-token': webhookToken, 'x-hub-signature-256': signature, 'x-github-event': 'push' })).status, 200);
     const hook = await call(url, 'POST', '/api/v1/outgoing-webhooks', key, { name: 'scan', url: 'http://127.0.0.1:9/hook', events: ['job.completed'], secret: hookSecret });

@@ -1,3 +1,4 @@
+import { randomBytes } from 'node:crypto';
 import type { Queryable } from '../db.js';
 import { run, sqlFile } from '../db.js';
 import { generateApiKey } from './api-key.js';
@@ -28,9 +29,16 @@ export interface CreatedOrganization {
   apiKey: { id: string; key: string; name: string; created_at: Date };
 }
 
+/** A new incoming-webhook token (CONTRACT §3.14: `whk_` + base64url of 24 random bytes). */
+export function generateWebhookToken(): string {
+  return `whk_${randomBytes(24).toString('base64url')}`;
+}
+
 /**
  * Creates an organization with its initial key (all queues). The plain key is
  * returned once and only its SHA-256 is stored. A duplicate slug raises 23505.
+ * Every organization starts with a webhook token: custom ingestion without a
+ * credential would let anyone who learns the organization id enqueue jobs.
  */
 export async function organizationCreate(
   db: Queryable,
@@ -42,7 +50,7 @@ export async function organizationCreate(
     input.slug,
     input.planTier,
     input.billingEmail ?? null,
-    input.settings == null ? null : JSON.stringify(input.settings),
+    JSON.stringify({ ...input.settings, webhook_token: generateWebhookToken() }),
     input.keyName ?? 'Initial Admin Key',
     generated.hash,
     generated.prefix,

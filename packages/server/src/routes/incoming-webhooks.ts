@@ -1,16 +1,46 @@
-import { createHmac } from 'node:crypto';
-import type { FastifyInstance, FastifyRequest } from 'fastify';
+import { createHash, createHmac, randomBytes } from 'node:crypto';
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { Type } from 'typebox';
-import { AuthenticationError, LIMITS, NotFoundError, SpoolError, ValidationError } from '@spool/protocol';
-import { isUuid, jobInsertMany, type NewJob } from '@spool/engine';
+import { AuthenticationError, LIMITS, ValidationError } from '@spool/protocol';
+import {
+  incomingDeliveryRecord,
+  incomingDeliverySeen,
+  organizationIngestGet,
+  type IngestOrganization,
+  type NewJob,
+  type WebhookProvider,
+} from '@spool/engine';
 import type { AppContext } from '../app.js';
+import { authorize } from '../authorization.js';
+import type { AuthContext } from '../http/auth.js';
+import { admitJobs } from '../http/job-admission.js';
 import { jsonNestedDeeperThan, tooDeepError } from '../http/json-body.js';
 import { sameSecret } from '../http/same-secret.js';
-import { jsonBytes } from '../wire/common.js';
+import { secretBoxOf, webhookSecretOwner } from '../secret-box.js';
+import { QueueName } from '../wire/common.js';
+import { checkJobLimits } from './jobs.js';
 
 const MAX_BODY_BYTES = 5 * 1024 * 1024;
 const STRIPE_TOLERANCE_SECONDS = 300;
 const RESERVED_QUEUES = new Set(['admin', 'system', 'internal', 'root', 'default']);
+const QUEUE_NAME_PATTERN = new RegExp((QueueName as { pattern?: string }).pattern!);
+
+/**
+ * One answer for every credential failure (unknown or malformed
+ * organization id, missing or wrong token, missing or wrong signature, no
+ * signing secret configured), so that a caller without a credential cannot
+ * tell an organization that exists from one that does not.
+ */
+export const INVALID_WEBHOOK_CREDENTIALS =
+  'Invalid webhook credentials: check the organization id in the URL and its webhook token (X-Webhook-Token, see GET /api/v1/organizations/webhook-token) or the GitHub/Stripe signing secret set for the organization';
+
+// Compared against when there is nothing to compare with, so that an unknown
+// organization costs the same hashing as a wrong credential.
+const DUMMY_SECRET = randomBytes(32).toString('base64url');
+
+function refuse(): never {
+  throw new AuthenticationError(INVALID_WEBHOOK_CREDENTIALS);
+}
 
 function hmacHex(secret: string, data: string | Buffer): string {
   return createHmac('sha256', secret).update(data).digest('hex');
@@ -18,7 +48,7 @@ function hmacHex(secret: string, data: string | Buffer): string {
 
 /** A queue name from provider text: allowed characters only, within the queue name limit. */
 function providerQueue(prefix: string, name: string): string {
-  const cleaned = name.replace(/[^A-Za-z0-9_-]/g, '_').slice(0, 100 - prefix.length - 1);
+  const cleaned = name.replace(/[^A-Za-z0-9_-]/g, '_').slice(0, LIMITS.queueNameMax - prefix.length - 1);
   return `${prefix}-${cleaned || 'unknown'}`;
 }
 
@@ -38,31 +68,53 @@ function header(request: FastifyRequest, name: string): string | null {
 }
 
 /**
- * Checks shared by all providers (CONTRACT §3.12): the organization exists
- * (404), HTTPS in production (400), and the organization's webhook token in
- * X-Webhook-Token when it has one (401, constant-time).
+ * The credential ingestion acts with: a producer of the organization on
+ * every queue (its token or signing secret is an organization-level
+ * credential, which only an unrestricted admin key can read or set), under its plan. Built here so that ingested jobs meet admitJobs exactly as
+ * POST /jobs does.
  */
-async function admit(ctx: AppContext, request: FastifyRequest<{ Params: { org_id: string } }>): Promise<string> {
-  const orgId = request.params.org_id;
-  const found = isUuid(orgId)
-    ? await ctx.db.query<{ settings: Record<string, unknown> }>("SELECT settings FROM spool.organizations WHERE id = $1 AND plan_tier <> 'deleted'", [orgId])
-    : { rows: [] };
-  const org = found.rows[0];
-  if (!org) throw new NotFoundError('Organization not found');
-  if (ctx.config.environment === 'production' && header(request, 'x-forwarded-proto') !== 'https') {
-    throw new ValidationError('Webhooks must be sent over HTTPS');
-  }
-  const token = org.settings?.webhook_token;
-  if (typeof token === 'string' && token.length > 0) {
-    const presented = header(request, 'x-webhook-token');
-    if (!presented || !sameSecret(presented, token)) throw new AuthenticationError('Invalid webhook token');
-  }
-  return orgId;
+function ingestionAuth(organizationId: string, org: IngestOrganization): AuthContext {
+  return {
+    organizationId,
+    apiKeyId: `webhook-ingestion:${organizationId}`,
+    queues: ['*'],
+    role: 'producer',
+    rateLimit: null,
+    planTier: org.planTier,
+    customLimits: org.customLimits,
+    via: 'api_key',
+    token: null,
+  };
 }
 
-function secretOrFail(secret: string | null, name: string): string {
-  if (!secret) throw new SpoolError('INTERNAL_ERROR', 500, `${name} is not configured on this server`);
-  return secret;
+/**
+ * HTTPS in production (CONTRACT §3.12), judged by request.protocol: it
+ * reflects X-Forwarded-Proto only from proxies named in TRUST_PROXY, so a
+ * client talking plain HTTP cannot simply claim HTTPS. Checked before any
+ * credential, so its answer says nothing about the organization.
+ */
+function assertHttps(ctx: AppContext, request: FastifyRequest): void {
+  if (ctx.config.environment === 'production' && request.protocol !== 'https') {
+    throw new ValidationError('Webhooks must be sent over HTTPS. If Spool runs behind a TLS-terminating proxy, its operator must list that proxy in TRUST_PROXY so X-Forwarded-Proto is believed');
+  }
+}
+
+/**
+ * The provider's signing secret for this organization: its own, or the
+ * server-wide variable while it is the only live organization and has none
+ * (so that one organization's signed delivery is never accepted at another's
+ * URL). Null when there is none.
+ */
+function providerSecret(ctx: AppContext, organizationId: string, org: IngestOrganization | null, provider: WebhookProvider): string | null {
+  if (!org) return null;
+  if (org.secret) {
+    const opened = secretBoxOf(ctx.config).open(org.secret, webhookSecretOwner(organizationId, provider));
+    if (opened.ok) return opened.value;
+    ctx.logger.error({ organizationId, provider, reason: opened.reason }, 'cannot read the organization\'s webhook signing secret: incoming deliveries are refused until the secrets key is fixed or the secret is set again');
+    return null;
+  }
+  const fallback = provider === 'github' ? ctx.config.githubWebhookSecret : ctx.config.stripeWebhookSecret;
+  return fallback && org.liveOrganizations === 1 ? fallback : null;
 }
 
 /** Verifies `Stripe-Signature: t=<unix>,v1=<hex>[,v1=…]` against the raw body. */
@@ -81,17 +133,20 @@ export function verifyStripeSignature(raw: Buffer, headerValue: string | null, s
   return signatures.some((signature) => sameSecret(signature, expected));
 }
 
+/** The queue-name rule of POST /jobs (CONTRACT §1.8), for queue names ingestion builds or is given. */
+function assertQueueName(queue: string, field: string): void {
+  if (queue.length < 1 || queue.length > LIMITS.queueNameMax || !QUEUE_NAME_PATTERN.test(queue)) {
+    throw new ValidationError(`${field} must be 1-${LIMITS.queueNameMax} letters, digits, "_", "." or "-", not starting with "." or "-"`, { field });
+  }
+}
+
 function customJob(orgId: string, body: unknown): NewJob {
   const input = body as { queue_name?: unknown; event_type?: unknown; payload?: unknown; idempotency_key?: unknown; priority?: unknown };
   if (!input || typeof input !== 'object') throw new ValidationError('Body must be a JSON object', { field: 'body' });
   const queue = input.queue_name;
-  if (typeof queue !== 'string' || !/^[A-Za-z0-9_][A-Za-z0-9_.-]*$/.test(queue) || queue.length > 255) {
-    throw new ValidationError('queue_name must be 1-255 letters, digits, "_", "." or "-", not starting with "." or "-"', { field: 'queue_name' });
-  }
+  if (typeof queue !== 'string') throw new ValidationError('queue_name is required: a string of letters, digits, "_", "." or "-"', { field: 'queue_name' });
+  assertQueueName(queue, 'queue_name');
   if (queue.includes('..') || RESERVED_QUEUES.has(queue.toLowerCase())) throw new ValidationError(`queue_name "${queue}" is not allowed`, { field: 'queue_name' });
-  if (queue.length > 100) throw new ValidationError('queue_name must be at most 100 characters', { field: 'queue_name' });
-  if (input.payload === undefined) throw new ValidationError('payload is required', { field: 'payload' });
-  if (jsonBytes(input.payload) > 1024 * 1024) throw new ValidationError('payload exceeds 1 MiB', { field: 'payload' });
   const priority = input.priority ?? 0;
   if (typeof priority !== 'number' || !Number.isInteger(priority) || priority < -100 || priority > 100) throw new ValidationError('priority must be an integer from -100 to 100', { field: 'priority' });
   const key = input.idempotency_key ?? null;
@@ -109,10 +164,43 @@ function customJob(orgId: string, body: unknown): NewJob {
 }
 
 /**
+ * Enqueues an authenticated delivery the way POST /jobs enqueues: payload
+ * rules, plan limits (admitJobs) and the same group-committed insert. A
+ * delivery whose keys were already accepted is answered 200 and enqueues
+ * nothing: providers redeliver on purpose, and a replayed capture must not
+ * run twice. Keys are remembered only once the job exists, so a delivery
+ * refused (e.g. by a plan limit) is taken when the provider retries it.
+ */
+async function enqueueDelivery(ctx: AppContext, org: IngestOrganization, job: NewJob, provider: string, replayKeys: string[], reply: FastifyReply): Promise<FastifyReply> {
+  const payloadBytes = checkJobLimits({ payload: job.payload });
+  assertQueueName(job.queueName, 'queue_name');
+  if (await incomingDeliverySeen(ctx.db, job.organizationId, provider, replayKeys)) return reply.code(200).send();
+  // The same decision as an API enqueue: ingestion acts as a producer of the organization on every queue.
+  const grant = authorize(ingestionAuth(job.organizationId, org), 'job.create');
+  grant.queue(job.queueName);
+  const quota = await admitJobs(ctx, grant.auth, [{ queueName: job.queueName, payloadBytes }]);
+  const result = await ctx.enqueueBatcher.enqueue(job).catch(async (err: unknown) => {
+    await quota.settle(0);
+    throw err;
+  });
+  await quota.settle(result.created ? 1 : 0);
+  await incomingDeliveryRecord(ctx.db, job.organizationId, provider, replayKeys);
+  return reply.code(200).send();
+}
+
+type IngestRequest = FastifyRequest<{ Params: { org_id: string }; Body: Buffer }>;
+
+function rawBody(request: IngestRequest): Buffer {
+  return Buffer.isBuffer(request.body) ? request.body : Buffer.alloc(0);
+}
+
+/**
  * CONTRACT §3.12: POST /webhooks/{org_id}/github|stripe|custom. Public
- * routes that authenticate by signature (and the organization's webhook
- * token); the raw body is kept for the signature check. Invalid → 401 and
- * nothing is enqueued; success → 200 with an empty body.
+ * routes with credentials of their own: custom needs the organization's
+ * webhook token (X-Webhook-Token; an organization without one has custom
+ * ingestion off), GitHub and Stripe the organization's signing secret (they
+ * cannot send the token). Every credential failure is the same 401; success
+ * is 200 with an empty body.
  */
 export function incomingWebhookRoutes(app: FastifyInstance, ctx: AppContext): void {
   void app.register(async (scope) => {
@@ -121,53 +209,66 @@ export function incomingWebhookRoutes(app: FastifyInstance, ctx: AppContext): vo
     const Params = Type.Object({ org_id: Type.String() });
 
     scope.post<{ Params: { org_id: string }; Body: Buffer }>('/webhooks/:org_id/github', {
-      schema: { tags: ['webhooks'], summary: 'Ingest a GitHub webhook (X-Hub-Signature-256) as a job on github-<event>', params: Params },
+      schema: { tags: ['webhooks'], summary: "Ingest a GitHub webhook (X-Hub-Signature-256 with the organization's GitHub secret) as a job on github-<event>", params: Params },
     }, async (request, reply) => {
-      const orgId = await admit(ctx, request);
-      const secret = secretOrFail(ctx.config.githubWebhookSecret, 'GITHUB_WEBHOOK_SECRET');
-      const raw = Buffer.isBuffer(request.body) ? request.body : Buffer.alloc(0);
-      const signature = header(request, 'x-hub-signature-256');
-      if (!signature || !sameSecret(signature, `sha256=${hmacHex(secret, raw)}`)) throw new AuthenticationError('Invalid GitHub signature');
-      const delivery = header(request, 'x-github-delivery');
-      await jobInsertMany(ctx.db, [{
+      assertHttps(ctx, request);
+      const orgId = request.params.org_id.toLowerCase();
+      const org = await organizationIngestGet(ctx.db, orgId, 'github');
+      const secret = providerSecret(ctx, orgId, org, 'github');
+      const raw = rawBody(request);
+      const signature = header(request, 'x-hub-signature-256') ?? '';
+      const valid = sameSecret(signature, `sha256=${hmacHex(secret ?? DUMMY_SECRET, raw)}`);
+      if (!valid || !secret || !org) refuse();
+      const delivery = header(request, 'x-github-delivery')?.slice(0, 200) ?? null;
+      // GitHub signs the body but not the delivery id: the body's digest
+      // catches a replay sent under a made-up delivery id.
+      const replayKeys = [`body:${createHash('sha256').update(raw).digest('hex')}`, ...(delivery ? [`delivery:${delivery}`] : [])];
+      return enqueueDelivery(ctx, org, {
         organizationId: orgId,
         queueName: providerQueue('github', header(request, 'x-github-event') ?? 'unknown'),
         payload: parseJson(raw),
-        idempotencyKey: delivery ? `github:${delivery.slice(0, 200)}` : null,
-      }]);
-      return reply.code(200).send();
+        idempotencyKey: delivery ? `github:${delivery}` : null,
+      }, 'github', replayKeys, reply);
     });
 
     scope.post<{ Params: { org_id: string }; Body: Buffer }>('/webhooks/:org_id/stripe', {
-      schema: { tags: ['webhooks'], summary: 'Ingest a Stripe event (Stripe-Signature, 300 s tolerance) as a job on stripe-<type>', params: Params },
+      schema: { tags: ['webhooks'], summary: "Ingest a Stripe event (Stripe-Signature with the organization's Stripe secret, 300 s tolerance) as a job on stripe-<type>", params: Params },
     }, async (request, reply) => {
-      const orgId = await admit(ctx, request);
-      const secret = secretOrFail(ctx.config.stripeWebhookSecret, 'STRIPE_WEBHOOK_SECRET');
-      const raw = Buffer.isBuffer(request.body) ? request.body : Buffer.alloc(0);
-      if (!verifyStripeSignature(raw, header(request, 'stripe-signature'), secret)) throw new AuthenticationError('Invalid Stripe signature');
+      assertHttps(ctx, request);
+      const orgId = request.params.org_id.toLowerCase();
+      const org = await organizationIngestGet(ctx.db, orgId, 'stripe');
+      const secret = providerSecret(ctx, orgId, org, 'stripe');
+      const raw = rawBody(request);
+      const valid = verifyStripeSignature(raw, header(request, 'stripe-signature'), secret ?? DUMMY_SECRET);
+      if (!valid || !secret || !org) refuse();
       const event = parseJson(raw) as { id?: unknown; type?: unknown; data?: { object?: unknown } };
       if (typeof event?.type !== 'string' || typeof event.id !== 'string') throw new ValidationError('A Stripe event needs string id and type', { field: 'type' });
-      await jobInsertMany(ctx.db, [{
+      const eventId = event.id.slice(0, 255);
+      return enqueueDelivery(ctx, org, {
         organizationId: orgId,
         queueName: providerQueue('stripe', event.type.replace(/\./g, '-')),
         payload: event.data?.object ?? null,
-        idempotencyKey: event.id.slice(0, 255),
-      }]);
-      return reply.code(200).send();
+        idempotencyKey: eventId,
+      }, 'stripe', [`event:${eventId}`], reply);
     });
 
     scope.post<{ Params: { org_id: string }; Body: Buffer }>('/webhooks/:org_id/custom', {
       schema: {
         tags: ['webhooks'],
-        summary: 'Enqueue a job from any system (X-Webhook-Token when the organization has one)',
-        description: 'Body: { queue_name, payload, event_type?, idempotency_key?, priority? }',
+        summary: "Enqueue a job from any system (X-Webhook-Token: the organization's webhook token, always required)",
+        description: 'Body: { queue_name, payload, event_type?, idempotency_key?, priority? }. An organization without a webhook token has custom ingestion off.',
         params: Params,
       },
     }, async (request, reply) => {
-      const orgId = await admit(ctx, request);
-      const raw = Buffer.isBuffer(request.body) ? request.body : Buffer.alloc(0);
-      await jobInsertMany(ctx.db, [customJob(orgId, parseJson(raw))]);
-      return reply.code(200).send();
+      assertHttps(ctx, request);
+      const orgId = request.params.org_id.toLowerCase();
+      const org = await organizationIngestGet(ctx.db, orgId, null);
+      const token = org?.webhookToken || null;
+      const presented = header(request, 'x-webhook-token') ?? '';
+      const valid = sameSecret(presented, token ?? DUMMY_SECRET);
+      if (!valid || !token || !org) refuse();
+      const job = customJob(orgId, parseJson(rawBody(request)));
+      return enqueueDelivery(ctx, org, job, 'custom', [], reply);
     });
   });
 }

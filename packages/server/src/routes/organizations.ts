@@ -1,9 +1,9 @@
-import { randomBytes } from 'node:crypto';
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { Type } from 'typebox';
 import { AccessDeniedError, ConflictError, LIMITS, NotFoundError, PayloadTooLargeError, ValidationError } from '@spool/protocol';
 import {
   apiKeyList,
+  generateWebhookToken,
   isUuid,
   organizationCreate,
   organizationDelete,
@@ -11,11 +11,17 @@ import {
   organizationSetWebhookToken,
   organizationSlugsTaken,
   organizationUpdate,
+  organizationWebhookSecretDelete,
+  organizationWebhookSecretList,
+  organizationWebhookSecretSet,
+  WEBHOOK_PROVIDERS,
   type OrganizationRow,
+  type WebhookProvider,
 } from '@spool/engine';
 import type { AppContext } from '../app.js';
 import { adminKeyMatches } from '../http/admin-auth.js';
 import { authOf } from '../http/auth.js';
+import { secretBoxOf, webhookSecretOwner } from '../secret-box.js';
 import { availableSlug, SLUG_MAX, SLUG_MIN, SLUG_PATTERN, slugProblem } from '../slug.js';
 import { usageInfos } from '../usage.js';
 import { IdParams, jsonBytes, nullable } from '../wire/common.js';
@@ -53,6 +59,31 @@ const WebhookTokenResponse = Type.Object({
   webhook_token: Type.Union([Type.String(), Type.Null()]),
   webhook_url: Type.String(),
 });
+
+const WebhookSecretStatus = Type.Object({
+  provider: Type.String(),
+  configured: Type.Boolean(),
+  updated_at: Type.Union([Type.String({ format: 'date-time' }), Type.Null()]),
+  webhook_url: Type.String(),
+});
+const WebhookSecretsResponse = Type.Object({ github: WebhookSecretStatus, stripe: WebhookSecretStatus });
+const ProviderParams = Type.Object({ provider: Type.String({ maxLength: 50 }) });
+const WebhookSecretBody = Type.Object({ secret: Type.String({ minLength: 1, maxLength: 1024 }) });
+
+function providerOf(name: string): WebhookProvider {
+  const provider = WEBHOOK_PROVIDERS.find((known) => known === name);
+  if (!provider) throw new NotFoundError(`Unknown webhook provider "${name}": use ${WEBHOOK_PROVIDERS.join(' or ')}`);
+  return provider;
+}
+
+function webhookSecretStatus(request: FastifyRequest, organizationId: string, provider: WebhookProvider, updatedAt: Date | undefined) {
+  return {
+    provider,
+    configured: updatedAt !== undefined,
+    updated_at: updatedAt?.toISOString() ?? null,
+    webhook_url: `${request.protocol}://${request.host}/api/v1/webhooks/${organizationId}/${provider}`,
+  };
+}
 
 /** 400 for a reserved slug (the pattern and length are checked by the schema). */
 export function assertSlugUsable(slug: string, field = 'slug'): void {
@@ -173,17 +204,59 @@ export function organizationRoutes(app: FastifyInstance, ctx: AppContext): void 
     config: { operation: 'organization.webhook_token' },
     schema: { tags, summary: 'Replace the incoming-webhook token (the old one stops working at once)', response: { 200: WebhookTokenResponse } },
   }, async (request) => {
-    const row = await organizationSetWebhookToken(ctx.db, authOf(request).organizationId, `whk_${randomBytes(24).toString('base64url')}`);
+    const row = await organizationSetWebhookToken(ctx.db, authOf(request).organizationId, generateWebhookToken());
     if (!row) throw new NotFoundError('Organization not found');
     return webhookTokenBody(request, row);
   });
 
   app.post('/organizations/webhook-token/clear', {
     config: { operation: 'organization.webhook_token' },
-    schema: { tags, summary: 'Remove the incoming-webhook token (ingestion then needs none)', body: Type.Object({ confirm: Type.Optional(Type.Boolean()) }), response: { 204: Type.Null() } },
+    schema: { tags, summary: 'Remove the incoming-webhook token: custom ingestion is off until a new one is generated', body: Type.Object({ confirm: Type.Optional(Type.Boolean()) }), response: { 204: Type.Null() } },
   }, async (request, reply) => {
     const row = await organizationSetWebhookToken(ctx.db, authOf(request).organizationId, null);
     if (!row) throw new NotFoundError('Organization not found');
+    return reply.code(204).send();
+  });
+
+  // org-admin operation: the signing secrets are the organization's
+  // credential for GitHub and Stripe ingestion. Never returned once set.
+  app.get('/organizations/webhook-secrets', {
+    config: { operation: 'organization.read' },
+    schema: { tags: [...tags, 'extension'], summary: 'Extension: whether a GitHub and a Stripe signing secret are set (never the secrets), with the URLs to give the providers', response: { 200: WebhookSecretsResponse } },
+  }, async (request) => {
+    const organizationId = authOf(request).organizationId;
+    const set = await organizationWebhookSecretList(ctx.db, organizationId);
+    return {
+      github: webhookSecretStatus(request, organizationId, 'github', set.get('github')),
+      stripe: webhookSecretStatus(request, organizationId, 'stripe', set.get('stripe')),
+    };
+  });
+
+  // org-admin operation.
+  app.put<{ Params: { provider: string }; Body: { secret: string } }>('/organizations/webhook-secrets/:provider', {
+    config: { operation: 'organization.webhook_token' },
+    schema: {
+      tags: [...tags, 'extension'],
+      summary: "Extension: set the organization's signing secret for github or stripe (stored encrypted; replaces the previous one at once)",
+      params: ProviderParams,
+      body: WebhookSecretBody,
+      response: { 200: WebhookSecretStatus },
+    },
+  }, async (request) => {
+    const provider = providerOf(request.params.provider);
+    const organizationId = authOf(request).organizationId;
+    const sealed = secretBoxOf(ctx.config).seal(request.body.secret, webhookSecretOwner(organizationId, provider));
+    const row = await organizationWebhookSecretSet(ctx.db, organizationId, provider, sealed);
+    return webhookSecretStatus(request, organizationId, provider, row.updated_at);
+  });
+
+  // org-admin operation.
+  app.delete<{ Params: { provider: string } }>('/organizations/webhook-secrets/:provider', {
+    config: { operation: 'organization.webhook_token' },
+    schema: { tags: [...tags, 'extension'], summary: "Extension: remove the organization's github or stripe signing secret (that provider's deliveries are then refused)", params: ProviderParams, response: { 204: Type.Null() } },
+  }, async (request, reply) => {
+    const provider = providerOf(request.params.provider);
+    await organizationWebhookSecretDelete(ctx.db, authOf(request).organizationId, provider);
     return reply.code(204).send();
   });
 

@@ -19,8 +19,7 @@ import { OPERATIONS } from '@spool/server';
 import { startTestServer, type TestServer } from '../../../test-support/server.js';
 import { grpcClient, toStruct, type GrpcTestClient } from '../../../test-support/grpc.js';
 import { openSse } from '../../../test-support/sse.js';
-import { sampleFor } from '../../../test-support/schema-sample.js';
-import { isApiRoute, kindOfKey, kindOfParam, pathParams, type Kind, type Route } from '../../../test-support/route-table.js';
+import { callRoute, isApiRoute, requestFor, slotsOf, type Route, type RouteCall } from '../../../test-support/route-table.js';
 
 const ALLOWED = 'scope-allowed';
 const FORBIDDEN = 'scope-forbidden';
@@ -39,58 +38,9 @@ const forbiddenIds = new Set<string>();
 let processing: { id: string; leaseId: string; workerId: string };
 let workerId: string;
 
-interface Call { status: number; text: string; body: any }
-
-async function call(method: string, path: string, apiKey: string, body?: unknown): Promise<Call> {
-  const response = await fetch(`${server.url}${path}`, {
-    method,
-    headers: { authorization: `Bearer ${apiKey}`, 'content-type': 'application/json' },
-    body: body === undefined ? undefined : JSON.stringify(body),
-    signal: AbortSignal.timeout(5000),
-  });
-  let text = '';
-  if ((response.headers.get('content-type') ?? '').includes('text/event-stream')) {
-    // A stream never ends: read what arrives in 300 ms, then hang up.
-    const reader = response.body!.getReader();
-    const deadline = Date.now() + 300;
-    while (Date.now() < deadline) {
-      const next = await Promise.race([reader.read(), new Promise<null>((r) => setTimeout(() => r(null), deadline - Date.now()))]);
-      if (!next || next.done) break;
-      text += Buffer.from(next.value).toString();
-    }
-    await reader.cancel().catch(() => {});
-  } else text = await response.text();
-  let parsed: unknown = text;
-  if ((response.headers.get('content-type') ?? '').includes('application/json') && text) parsed = JSON.parse(text);
-  return { status: response.status, text, body: parsed };
-}
-
-function build(route: Route, values: Record<Kind, string>): { path: string; body?: unknown } {
-  let path = route.url;
-  for (const param of pathParams(route.url)) path = path.replace(`:${param}`, encodeURIComponent(values[kindOfParam(param)]));
-  const fill = (key: string, schema: Record<string, unknown>) => {
-    const kind = kindOfKey(key);
-    if (!kind) return undefined;
-    return schema.type === 'array' ? [values[kind]] : values[kind];
-  };
-  const query = sampleFor(route.schema?.querystring ?? { type: 'object' }, fill) as Record<string, unknown>;
-  const search = new URLSearchParams(Object.entries(query).map(([k, v]) => [k, Array.isArray(v) ? v.join(',') : String(v)])).toString();
-  if (search) path += `?${search}`;
-  const body = route.method === 'GET' || route.method === 'DELETE' ? undefined : sampleFor(route.schema?.body ?? { type: 'object' }, fill);
-  return { path, body };
-}
-
-function slotsOf(route: Route): Set<Kind> {
-  const kinds = new Set<Kind>(pathParams(route.url).map(kindOfParam));
-  for (const part of ['querystring', 'body'] as const) {
-    const properties = (route.schema?.[part] as { properties?: Record<string, unknown> } | undefined)?.properties ?? {};
-    for (const key of Object.keys(properties)) {
-      const kind = kindOfKey(key);
-      if (kind) kinds.add(kind);
-    }
-  }
-  return kinds;
-}
+type Call = RouteCall;
+const call = (method: string, path: string, apiKey: string, body?: unknown) => callRoute(server.url, method, path, apiKey, body);
+const build = requestFor;
 
 /** Nothing of the forbidden queue in an answer, except what the caller itself sent (`sent`: its path and body). */
 function assertNothingLeaks(result: Call, label: string, sent: string): void {

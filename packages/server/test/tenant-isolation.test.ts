@@ -15,8 +15,7 @@ import assert from 'node:assert/strict';
 import { randomBytes, randomUUID } from 'node:crypto';
 import { after, before, describe, it } from 'node:test';
 import { startTestServer, type TestServer } from '../../../test-support/server.js';
-import { sampleFor } from '../../../test-support/schema-sample.js';
-import { isApiRoute as isApi, kindOfKey, kindOfParam, pathParams, type Kind, type Route } from '../../../test-support/route-table.js';
+import { callRoute, isApiRoute as isApi, pathParams, requestFor, slotsOf, type Kind, type Route, type RouteCall } from '../../../test-support/route-table.js';
 
 /** Routes whose answer depends on a path id by design, not on the caller's organization. */
 const ADDRESSED_BY_PATH = [/^\/api\/v1\/webhooks\/:org_id\//];
@@ -31,7 +30,9 @@ const SECRET_SHAPES = /\b(sk_(test|live)_|whk_)[A-Za-z0-9_-]+|eyJ[A-Za-z0-9_-]+\
 const VOLATILE_KEY = /uptime|_at$|_ms$|_secs?$|_seconds$|age|last_used|heartbeat|timestamp|request_id/;
 const MARKER = `tenant-a-secret-${randomBytes(4).toString('hex')}`;
 
-interface Call { status: number; contentType: string; text: string; body: unknown }
+type Call = RouteCall;
+const call = (method: string, path: string, apiKey: string, body?: unknown) => callRoute(server.url, method, path, apiKey, body);
+const build = requestFor;
 
 let server: TestServer;
 let routes: Route[];
@@ -40,63 +41,6 @@ const aNames = new Set<string>();
 const aSecrets: string[] = [];
 
 const randomValue = (kind: Kind) => (kind === 'uuid' ? randomUUID() : `q-${randomBytes(4).toString('hex')}`);
-
-function slotsOf(route: Route): Set<Kind> {
-  const kinds = new Set<Kind>(pathParams(route.url).map(kindOfParam));
-  for (const part of ['querystring', 'body'] as const) {
-    const properties = (route.schema?.[part] as { properties?: Record<string, unknown> } | undefined)?.properties ?? {};
-    for (const key of Object.keys(properties)) {
-      const kind = kindOfKey(key);
-      if (kind) kinds.add(kind);
-    }
-  }
-  return kinds;
-}
-
-/** A request for `route` with `values[kind]` in every slot of that kind. */
-function build(route: Route, values: Record<Kind, string>): { path: string; body?: unknown } {
-  let path = route.url;
-  for (const param of pathParams(route.url)) path = path.replace(`:${param}`, encodeURIComponent(values[kindOfParam(param)]));
-  const fill = (key: string, schema: Record<string, unknown>) => {
-    const kind = kindOfKey(key);
-    if (!kind) return undefined;
-    return schema.type === 'array' ? [values[kind]] : values[kind];
-  };
-  const query = sampleFor(route.schema?.querystring ?? { type: 'object' }, fill) as Record<string, unknown>;
-  const search = new URLSearchParams(Object.entries(query).map(([k, v]) => [k, Array.isArray(v) ? v.join(',') : String(v)])).toString();
-  if (search) path += `?${search}`;
-  const body = route.method === 'GET' || route.method === 'DELETE' ? undefined : sampleFor(route.schema?.body ?? { type: 'object' }, fill);
-  return { path, body };
-}
-
-async function call(method: string, path: string, apiKey: string, body?: unknown): Promise<Call> {
-  const response = await fetch(`${server.url}${path}`, {
-    method,
-    headers: { authorization: `Bearer ${apiKey}`, 'content-type': 'application/json' },
-    body: body === undefined ? undefined : JSON.stringify(body),
-    signal: AbortSignal.timeout(5000),
-  });
-  const contentType = response.headers.get('content-type') ?? '';
-  let text: string;
-  if (contentType.includes('text/event-stream')) {
-    // A stream never ends: read what arrives in 300 ms, then hang up.
-    const reader = response.body!.getReader();
-    const chunks: string[] = [];
-    const deadline = Date.now() + 300;
-    while (Date.now() < deadline) {
-      const next = await Promise.race([reader.read(), new Promise<null>((r) => setTimeout(() => r(null), deadline - Date.now()))]);
-      if (!next || next.done) break;
-      chunks.push(Buffer.from(next.value).toString());
-    }
-    await reader.cancel().catch(() => {});
-    text = chunks.join('');
-  } else {
-    text = await response.text();
-  }
-  let parsed: unknown = text;
-  if (contentType.includes('application/json') && text) parsed = JSON.parse(text);
-  return { status: response.status, contentType: contentType.split(';')[0]!, text, body: parsed };
-}
 
 /** The response with everything that legitimately differs between two equivalent calls masked. */
 function normalize(result: Call, substituted: string[]): string {

@@ -75,6 +75,16 @@ export interface Config {
   webhookAllowedNetworks: Network[];
   /** Plain http:// webhook targets in production (development always allows them). */
   webhookAllowHttp: boolean;
+  /**
+   * Longest a client may take to send a whole request, headers and body,
+   * counted from its first byte (Node's requestTimeout). A response being
+   * awaited is not counted: long polls and streams are not cut.
+   */
+  httpRequestTimeoutMs: number;
+  /** Longest a client may take to send the request headers (Node's headersTimeout); also bounds a connection that sends nothing. */
+  httpHeadersTimeoutMs: number;
+  /** How long an idle keep-alive connection is kept open between requests. */
+  httpKeepAliveTimeoutMs: number;
 }
 
 function int(env: NodeJS.ProcessEnv, name: string, fallback: number, min: number, max: number): number {
@@ -189,5 +199,16 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     authCacheMs: int(env, 'AUTH_CACHE_MS', 0, 0, 60_000),
     webhookAllowedNetworks: networks(env, 'WEBHOOK_ALLOWED_NETWORKS'),
     webhookAllowHttp: bool(env, 'WEBHOOK_ALLOW_HTTP', false),
+    ...httpTimeouts(env),
   };
+}
+
+function httpTimeouts(env: NodeJS.ProcessEnv): Pick<Config, 'httpRequestTimeoutMs' | 'httpHeadersTimeoutMs' | 'httpKeepAliveTimeoutMs'> {
+  const httpRequestTimeoutMs = int(env, 'HTTP_REQUEST_TIMEOUT_MS', 30_000, 100, 3_600_000);
+  const httpHeadersTimeoutMs = int(env, 'HTTP_HEADERS_TIMEOUT_MS', 10_000, 100, 3_600_000);
+  // Node refuses a headers timeout longer than the request's: say so at start, by name.
+  if (httpHeadersTimeoutMs > httpRequestTimeoutMs) {
+    throw new Error(`HTTP_HEADERS_TIMEOUT_MS (${httpHeadersTimeoutMs}) must not exceed HTTP_REQUEST_TIMEOUT_MS (${httpRequestTimeoutMs})`);
+  }
+  return { httpRequestTimeoutMs, httpHeadersTimeoutMs, httpKeepAliveTimeoutMs: int(env, 'HTTP_KEEPALIVE_TIMEOUT_MS', 72_000, 1_000, 3_600_000) };
 }

@@ -64,6 +64,17 @@ describe('numbers JSON cannot hold, over REST', () => {
   });
 });
 
+describe('numbers JSON cannot hold, through incoming webhooks', () => {
+  it('refuses an infinite number in a custom ingestion body with 400; nothing is enqueued', async () => {
+    const token = (await server.request('POST', '/api/v1/organizations/webhook-token/regenerate')).body.token as string;
+    const send = (rawBody: string) => server.request('POST', `/api/v1/webhooks/${server.organizationId}/custom`, { auth: null, headers: { 'x-webhook-token': token }, rawBody });
+    assertRefused(await send('{"queue_name":"inf-ingest","payload":{"n":1e999999}}'), /payload\.n/);
+    assert.equal(await jobsIn('inf-ingest'), 0);
+    assert.equal((await send('{"queue_name":"inf-ingest","payload":{"n":1e300}}')).status, 200);
+    assert.equal(await jobsIn('inf-ingest'), 1);
+  });
+});
+
 describe('numbers JSON cannot hold, over gRPC', () => {
   it('refuses NaN and ±Infinity in an Enqueue payload with INVALID_ARGUMENT naming the field', async () => {
     for (const value of [Number.NaN, Number.POSITIVE_INFINITY, Number.NEGATIVE_INFINITY]) {

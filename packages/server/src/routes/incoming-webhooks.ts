@@ -14,7 +14,7 @@ import type { AppContext } from '../app.js';
 import { authorize } from '../authorization.js';
 import type { AuthContext } from '../http/auth.js';
 import { admitJobs } from '../http/job-admission.js';
-import { jsonNestedDeeperThan, tooDeepError } from '../http/json-body.js';
+import { assertFiniteNumbers, jsonNestedDeeperThan, tooDeepError } from '../http/json-body.js';
 import { sameSecret } from '../http/same-secret.js';
 import { secretBoxOf, webhookSecretOwner } from '../secret-box.js';
 import { QueueName } from '../wire/common.js';
@@ -55,11 +55,15 @@ function providerQueue(prefix: string, name: string): string {
 function parseJson(raw: Buffer): unknown {
   const text = raw.toString('utf8');
   if (jsonNestedDeeperThan(text, LIMITS.jsonDepthMax)) throw tooDeepError();
+  let parsed: unknown;
   try {
-    return JSON.parse(text);
+    parsed = JSON.parse(text);
   } catch {
     throw new ValidationError('Body must be valid JSON', { field: 'body' });
   }
+  // 1e999999 parses to Infinity, which would be stored as null: refused as for POST /jobs.
+  assertFiniteNumbers(text, parsed);
+  return parsed;
 }
 
 function header(request: FastifyRequest, name: string): string | null {

@@ -20,10 +20,14 @@ describe('first start', () => {
     const database = await createTestDatabase('firststart');
     databases.push(database);
     const messages: string[] = [];
+    const announced: string[] = [];
+    // The first start also shows the generated metrics operator token (metrics.test.ts); here: the key.
+    const announce = (m: string) => (announced.push(m), m.includes('sk_test_') && messages.push(m));
     const config = configFor(database, { defaultPlan: 'starter' });
-    const spool = await startSpool(config, { logger: pino({ level: 'silent' }), announce: (m) => messages.push(m) });
+    const spool = await startSpool(config, { logger: pino({ level: 'silent' }), announce });
     try {
       assert.equal(messages.length, 1);
+      assert.equal(announced.length, 2, 'the key and the metrics operator token');
       const key = /(sk_test_[A-Za-z0-9_-]{43})/.exec(messages[0]!)?.[1];
       assert.ok(key, messages[0]);
       assert.match(messages[0]!, new RegExp(`curl .*Bearer ${key}.*/api/v1/dashboard`));
@@ -33,20 +37,24 @@ describe('first start', () => {
     } finally {
       await spool.stop();
     }
-    const again = await startSpool(config, { logger: pino({ level: 'silent' }), announce: (m) => messages.push(m) });
+    const again = await startSpool(config, { logger: pino({ level: 'silent' }), announce });
     await again.stop();
     assert.equal(messages.length, 1, 'a database that has organizations gets no new one');
+    assert.equal(announced.length, 2, 'nor a new metrics token');
     const { rows } = await database.pool.query<{ n: number }>('SELECT count(*)::int AS n FROM spool.organizations');
     assert.equal(rows[0]!.n, 1);
   });
 
-  it('creates nothing in production', async () => {
+  it('creates no organization in production', async () => {
     const database = await createTestDatabase('firstprod');
     databases.push(database);
     const messages: string[] = [];
     const spool = await startSpool(configFor(database, { environment: 'production' }), { logger: pino({ level: 'silent' }), announce: (m) => messages.push(m) });
     await spool.stop();
-    assert.deepEqual(messages, []);
+    // Production creates no organization; it does show the generated metrics operator token, once.
+    assert.equal(messages.length, 1);
+    assert.match(messages[0]!, /operator token for \/metrics/);
+    assert.doesNotMatch(messages[0]!, /sk_(test|live)_/);
     const { rows } = await database.pool.query<{ n: number }>('SELECT count(*)::int AS n FROM spool.organizations');
     assert.equal(rows[0]!.n, 0);
   });

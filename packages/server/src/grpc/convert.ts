@@ -104,7 +104,11 @@ export function fromProtoValue(value: ProtoValue | null | undefined, field: stri
   if (!value) return null;
   switch (valueKind(value)) {
     case 'numberValue':
-      return Number.isFinite(value.numberValue) ? value.numberValue : null;
+      // A double may be NaN or ±Infinity, which JSON cannot hold: stored, it would become null.
+      if (!Number.isFinite(value.numberValue)) {
+        throw new ValidationError(`${field} holds a number that is NaN or infinite, which JSON cannot store; send it as a string`, { field });
+      }
+      return value.numberValue;
     case 'stringValue':
       return value.stringValue;
     case 'boolValue':

@@ -124,6 +124,15 @@ function requestSerializer(request: { method?: string; url?: string; ip?: string
 
 const MAX_BODY_BYTES = 6 * 1024 * 1024;
 
+/**
+ * Node checks the request and headers timeouts on a timer (30 s by default),
+ * so a connection could outlive its bound by that much; check a few times
+ * per bound instead, at most once a second.
+ */
+function connectionsCheckingInterval(config: Config): number {
+  return Math.max(50, Math.min(1_000, Math.floor(Math.min(config.httpHeadersTimeoutMs, config.httpRequestTimeoutMs) / 4)));
+}
+
 /** Builds the HTTP application (not listening yet). */
 export async function buildApp(ctx: AppContext): Promise<FastifyInstance> {
   const app = Fastify({
@@ -133,6 +142,12 @@ export async function buildApp(ctx: AppContext): Promise<FastifyInstance> {
     genReqId: () => randomUUID(),
     return503OnClosing: true,
     forceCloseConnections: 'idle',
+    // A client that never finishes its headers or body holds a connection,
+    // before authentication; these bound it. The socket itself gets no idle
+    // timeout (connectionTimeout): an SSE stream or long poll may be quiet.
+    requestTimeout: ctx.config.httpRequestTimeoutMs,
+    keepAliveTimeout: ctx.config.httpKeepAliveTimeoutMs,
+    http: { headersTimeout: ctx.config.httpHeadersTimeoutMs, connectionsCheckingInterval: connectionsCheckingInterval(ctx.config) },
     clientErrorHandler,
     frameworkErrors,
   });

@@ -52,6 +52,16 @@ export interface Config {
   metricsRefreshMs: number;
   /** How long a presented API key may be served from memory (0 = query every request); see http/api-key-cache.ts. */
   authCacheMs: number;
+  /**
+   * Longest a client may take to send a whole request, headers and body,
+   * counted from its first byte (Node's requestTimeout). A response being
+   * awaited is not counted: long polls and streams are not cut.
+   */
+  httpRequestTimeoutMs: number;
+  /** Longest a client may take to send the request headers (Node's headersTimeout); also bounds a connection that sends nothing. */
+  httpHeadersTimeoutMs: number;
+  /** How long an idle keep-alive connection is kept open between requests. */
+  httpKeepAliveTimeoutMs: number;
 }
 
 function int(env: NodeJS.ProcessEnv, name: string, fallback: number, min: number, max: number): number {
@@ -114,5 +124,16 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     metricsToken: env.METRICS_TOKEN || null,
     metricsRefreshMs: int(env, 'METRICS_REFRESH_MS', 5_000, 100, 600_000),
     authCacheMs: int(env, 'AUTH_CACHE_MS', 0, 0, 60_000),
+    ...httpTimeouts(env),
   };
+}
+
+function httpTimeouts(env: NodeJS.ProcessEnv): Pick<Config, 'httpRequestTimeoutMs' | 'httpHeadersTimeoutMs' | 'httpKeepAliveTimeoutMs'> {
+  const httpRequestTimeoutMs = int(env, 'HTTP_REQUEST_TIMEOUT_MS', 30_000, 100, 3_600_000);
+  const httpHeadersTimeoutMs = int(env, 'HTTP_HEADERS_TIMEOUT_MS', 10_000, 100, 3_600_000);
+  // Node refuses a headers timeout longer than the request's: say so at start, by name.
+  if (httpHeadersTimeoutMs > httpRequestTimeoutMs) {
+    throw new Error(`HTTP_HEADERS_TIMEOUT_MS (${httpHeadersTimeoutMs}) must not exceed HTTP_REQUEST_TIMEOUT_MS (${httpRequestTimeoutMs})`);
+  }
+  return { httpRequestTimeoutMs, httpHeadersTimeoutMs, httpKeepAliveTimeoutMs: int(env, 'HTTP_KEEPALIVE_TIMEOUT_MS', 72_000, 1_000, 3_600_000) };
 }

@@ -29,6 +29,7 @@ export * from './ops/api-key-manage.js';
 export * from './ops/token-revoke.js';
 export * from './ops/organization.js';
 export * from './ops/organization-usage.js';
+export * from './ops/organization-limit.js';
 export * from './cron.js';
 export * from './schedule-plan.js';
 export * from './ops/schedule.js';

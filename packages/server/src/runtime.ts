@@ -1,4 +1,5 @@
 import { pino, type Logger } from 'pino';
+import { cronJobAdmission } from './http/plan-limits.js';
 import {
   createPool,
   DlqRetention,
@@ -114,7 +115,7 @@ export async function startSpool(config: Config, options: StartOptions = {}): Pr
     // safe, and a delayed job then never waits for a leader failover.
     const promoter = new ScheduledPromoter(db, { log });
     // Everything that must run once runs on the elected leader only.
-    const firer = new ScheduleFirer(db, { log, misfireThresholdMs: config.misfireThresholdMs });
+    const firer = new ScheduleFirer(db, { log, misfireThresholdMs: config.misfireThresholdMs, admission: cronJobAdmission() });
     const leaderServices: LoopService[] = [
       firer,
       new LeaseReaper(db, { log }),

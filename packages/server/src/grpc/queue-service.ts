@@ -10,7 +10,7 @@ import {
   type JobRow,
 } from '@spool/engine';
 import { assertQueueAllowed, type AuthContext } from '../http/auth.js';
-import { admitJobs } from '../http/job-admission.js';
+import { admitJobs, enqueueAdmitted } from '../http/job-admission.js';
 import { jsonBytes } from '../wire/common.js';
 import { unary, type GrpcContext } from './call.js';
 import { fromTimestamp, jobToProto, structToJson, toTimestamp, type ProtoJob, type ProtoStruct, type ProtoTimestamp } from './convert.js';
@@ -92,7 +92,7 @@ export async function enqueue(ctx: GrpcContext, auth: AuthContext, request: Enqu
   assertQueueAllowed(auth, queueName);
   // As REST POST /jobs: plan limits after validation, then the shared group commit.
   const quota = await admitJobs(ctx, auth, [{ queueName, payloadBytes }]);
-  const inserted = await ctx.enqueueBatcher.enqueue(job).catch(async (err: unknown) => {
+  const inserted = await enqueueAdmitted(ctx, quota, job).catch(async (err: unknown) => {
     await quota.settle(0);
     throw err;
   });

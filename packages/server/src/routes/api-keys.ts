@@ -1,9 +1,10 @@
 import type { FastifyInstance } from 'fastify';
 import { Type } from 'typebox';
 import { AccessDeniedError, NotFoundError, ValidationError } from '@spool/protocol';
-import { apiKeyCreate, apiKeyGet, apiKeyList, apiKeyRevoke, apiKeyUpdate } from '@spool/engine';
+import { apiKeyCreate, apiKeyGet, apiKeyList, apiKeyRevoke, apiKeyUpdate, type Queryable } from '@spool/engine';
 import type { AppContext } from '../app.js';
 import { authOf, type AuthContext } from '../http/auth.js';
+import { withinPlanLimit } from '../http/plan-limits.js';
 import { ApiKeySummarySchema, CreatedApiKeySchema, apiKeyToWire } from '../wire/api-key.js';
 import { DateTime, IdParams, nullable } from '../wire/common.js';
 
@@ -53,14 +54,14 @@ export function apiKeyRoutes(app: FastifyInstance, ctx: AppContext): void {
     const expiresAt = body.expires_at ? new Date(body.expires_at) : null;
     if (expiresAt && expiresAt.getTime() <= Date.now()) throw new ValidationError('expires_at must be in the future', { field: 'expires_at' });
     assertMayManageKeys(auth);
-    const created = await apiKeyCreate(ctx.db, {
+    const created = await withinPlanLimit(ctx, auth, 'api_keys', (db) => apiKeyCreate(db, {
       organizationId: auth.organizationId,
       name: body.name,
       queues: body.queues ?? [],
       rateLimit: body.rate_limit ?? null,
       expiresAt,
       environment: ctx.config.environment,
-    });
+    }));
     if (!created) throw new NotFoundError('Organization not found');
     return reply.code(201).send({ id: created.id, key: created.key, name: created.name, created_at: created.created_at.toISOString(), expires_at: created.expires_at?.toISOString() ?? null });
   });
@@ -79,12 +80,15 @@ export function apiKeyRoutes(app: FastifyInstance, ctx: AppContext): void {
     const auth = authOf(request);
     assertMayManageKeys(auth);
     const body = request.body;
-    const row = await apiKeyUpdate(ctx.db, auth.organizationId, request.params.id, {
+    const update = (db: Queryable) => apiKeyUpdate(db, auth.organizationId, request.params.id, {
       name: body.name,
       queues: body.queues,
       rateLimit: body.rate_limit,
       isActive: body.is_active,
     });
+    // Re-activating a revoked key makes it count against max_api_keys again.
+    const reactivates = body.is_active === true && (await apiKeyGet(ctx.db, auth.organizationId, request.params.id))?.is_active === false;
+    const row = reactivates ? await withinPlanLimit(ctx, auth, 'api_keys', update) : await update(ctx.db);
     ctx.apiKeys.forget();
     if (!row) throw new NotFoundError('API key not found');
     return apiKeyToWire(row);

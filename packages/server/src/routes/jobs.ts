@@ -17,7 +17,7 @@ import {
 } from '@spool/engine';
 import type { AppContext } from '../app.js';
 import { assertQueueAllowed, authOf } from '../http/auth.js';
-import { admitJobs } from '../http/job-admission.js';
+import { admitJobs, enqueueAdmitted } from '../http/job-admission.js';
 import { DateTime, IdempotencyKey, IdParams, MaxRetries, Priority, QueueName, Tags, TimeoutSeconds, jsonBytes, nullable } from '../wire/common.js';
 import { JobSchema, JobSummarySchema, jobSummaryToWire, jobToWire } from '../wire/job.js';
 
@@ -121,7 +121,7 @@ export function jobRoutes(app: FastifyInstance, ctx: AppContext): void {
     const payloadBytes = checkJobLimits(body);
     assertQueueAllowed(auth, body.queue_name);
     const quota = await admitJobs(ctx, auth, [{ queueName: body.queue_name, payloadBytes }]);
-    const result = await ctx.enqueueBatcher.enqueue(toNewJob(auth.organizationId, body.queue_name, body)).catch(async (err: unknown) => {
+    const result = await enqueueAdmitted(ctx, quota, toNewJob(auth.organizationId, body.queue_name, body)).catch(async (err: unknown) => {
       await quota.settle(0);
       throw err;
     });

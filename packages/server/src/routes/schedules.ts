@@ -12,11 +12,14 @@ import {
   scheduleUpdate,
   validateSchedule,
   type MissedPolicy,
+  type Queryable,
   type ScheduleRow,
   type SchedulePatch,
 } from '@spool/engine';
 import type { AppContext } from '../app.js';
 import { assertQueueAllowed, authOf, type AuthContext } from '../http/auth.js';
+import { admitJobs } from '../http/job-admission.js';
+import { withinPlanLimit } from '../http/plan-limits.js';
 import { IdParams, MaxRetries, Priority, QueueName, TimeoutSeconds, jsonBytes, nullable } from '../wire/common.js';
 import { ScheduleRunSchema, ScheduleSchema, scheduleRunToWire, scheduleToWire } from '../wire/schedule.js';
 
@@ -129,7 +132,8 @@ function crudRoutes(app: FastifyInstance, ctx: AppContext): void {
     const body = request.body;
     checkSizes(body);
     assertQueueAllowed(auth, body.queue_name);
-    const created = await scheduleCreate(ctx.db, {
+    // Only active schedules count against max_schedules; a paused one is checked when it resumes.
+    const create = (db: Queryable) => scheduleCreate(db, {
       organizationId: auth.organizationId,
       name: body.name,
       description: body.description ?? null,
@@ -145,6 +149,7 @@ function crudRoutes(app: FastifyInstance, ctx: AppContext): void {
       tags: body.tags ?? null,
       metadata: body.metadata ?? null,
     });
+    const created = body.is_active === false ? await create(ctx.db) : await withinPlanLimit(ctx, auth, 'schedules', create);
     return reply.code(201).send(scheduleToWire(created));
   });
 
@@ -161,7 +166,8 @@ function crudRoutes(app: FastifyInstance, ctx: AppContext): void {
     const current = await ownedSchedule(ctx, auth, request.params.id);
     assertQueueAllowed(auth, current.queue_name);
     if (body.queue_name !== undefined) assertQueueAllowed(auth, body.queue_name);
-    return scheduleToWire(found(await scheduleUpdate(ctx.db, auth.organizationId, request.params.id, patchOf(body))));
+    const patch = patchOf(body);
+    return scheduleToWire(found(await updateWithinPlan(ctx, auth, current, patch)));
   });
 
   app.delete<{ Params: { id: string } }>('/schedules/:id', {
@@ -172,6 +178,17 @@ function crudRoutes(app: FastifyInstance, ctx: AppContext): void {
     found((await scheduleDelete(ctx.db, auth.organizationId, request.params.id)) || null);
     return reply.code(204).send();
   });
+}
+
+/**
+ * scheduleUpdate, under the schedules limit when it makes an inactive
+ * schedule active (resume, or PUT is_active: true). scheduleUpdate commits
+ * on its own connection before the limit's lock is released.
+ */
+function updateWithinPlan(ctx: AppContext, auth: AuthContext, current: ScheduleRow, patch: SchedulePatch): Promise<ScheduleRow | null> {
+  const update = () => scheduleUpdate(ctx.db, auth.organizationId, current.id, patch);
+  if (current.is_active || patch.isActive !== true) return update();
+  return withinPlanLimit(ctx, auth, 'schedules', update);
 }
 
 function previewRoutes(app: FastifyInstance, ctx: AppContext): void {
@@ -202,9 +219,10 @@ function actionRoutes(app: FastifyInstance, ctx: AppContext): void {
       schema: { tags, summary: action === 'pause' ? 'Pause a schedule' : 'Resume a schedule from its next tick (no burst of missed ticks)', params: IdParams, response: { 200: ScheduleSchema } },
     }, async (request) => {
       const auth = authOf(request);
-      assertQueueAllowed(auth, (await ownedSchedule(ctx, auth, request.params.id)).queue_name);
+      const current = await ownedSchedule(ctx, auth, request.params.id);
+      assertQueueAllowed(auth, current.queue_name);
       const patch: SchedulePatch = action === 'pause' ? { isActive: false } : { isActive: true, recompute: true };
-      return scheduleToWire(found(await scheduleUpdate(ctx.db, auth.organizationId, request.params.id, patch)));
+      return scheduleToWire(found(await updateWithinPlan(ctx, auth, current, patch)));
     });
   }
 
@@ -212,8 +230,20 @@ function actionRoutes(app: FastifyInstance, ctx: AppContext): void {
     schema: { tags, summary: 'Create one job from the schedule now (also while paused)', params: IdParams, response: { 200: TriggerResponse } },
   }, async (request) => {
     const auth = authOf(request);
-    assertQueueAllowed(auth, (await ownedSchedule(ctx, auth, request.params.id)).queue_name);
-    const result = found(await scheduleTrigger(ctx.db, auth.organizationId, request.params.id));
+    const schedule = await ownedSchedule(ctx, auth, request.params.id);
+    assertQueueAllowed(auth, schedule.queue_name);
+    // A triggered job is a new job: the same plan limits as POST /jobs.
+    const quota = await admitJobs(ctx, auth, [{ queueName: schedule.queue_name, payloadBytes: jsonBytes(schedule.payload_template ?? {}) }]);
+    const result = await scheduleTrigger(ctx.db, auth.organizationId, request.params.id).then(
+      async (triggered) => {
+        await quota.settle(triggered ? 1 : 0);
+        return found(triggered);
+      },
+      async (err: unknown) => {
+        await quota.settle(0);
+        throw err;
+      },
+    );
     const at = result.triggeredAt.toISOString();
     return { job_id: result.jobId, scheduled_at: at, triggered_at: at };
   });

@@ -4,6 +4,7 @@ import { LIMITS, NotFoundError, PayloadTooLargeError } from '@spool/protocol';
 import { workerDeregister, workerGet, workerHeartbeat, workerList, workerRegister, type WorkerStatus } from '@spool/engine';
 import type { AppContext } from '../app.js';
 import { assertQueueAllowed, authOf } from '../http/auth.js';
+import { withinPlanLimit } from '../http/plan-limits.js';
 import { IdParams, QueueName, jsonBytes, nullable } from '../wire/common.js';
 import { WorkerSchema, WorkerSummarySchema, workerSummaryToWire, workerToWire } from '../wire/worker.js';
 
@@ -57,7 +58,9 @@ export function workerRoutes(app: FastifyInstance, ctx: AppContext): void {
     const body = request.body;
     for (const queue of [body.queue_name, ...(body.queue_names ?? [])]) assertQueueAllowed(auth, queue);
     checkMetadata(body.metadata);
-    const worker = await workerRegister(ctx.db, {
+    // A worker registering again with the same hostname and queue (a restart) is not another worker.
+    const identity = { hostname: body.hostname, queueName: body.queue_name };
+    const worker = await withinPlanLimit(ctx, auth, 'workers', (db) => workerRegister(db, {
       organizationId: auth.organizationId,
       queueName: body.queue_name,
       queueNames: (body.queue_names ?? []).filter((q) => q !== body.queue_name),
@@ -66,7 +69,7 @@ export function workerRoutes(app: FastifyInstance, ctx: AppContext): void {
       maxConcurrency: body.max_concurrency ?? 5,
       metadata: body.metadata ?? null,
       version: body.version || null,
-    });
+    }), { worker: identity });
     return reply.code(201).send({
       id: worker.id,
       queue_name: worker.queue_name,

@@ -1,5 +1,4 @@
 import { pino, type Logger } from 'pino';
-import { cronJobAdmission } from './http/plan-limits.js';
 import {
   createPool,
   DlqRetention,
@@ -32,6 +31,7 @@ import { startEmbeddedPostgres, type EmbeddedPostgres } from './embedded-postgre
 import { GrpcServer } from './grpc/server.js';
 import { DEVELOPMENT_PLAN, ensureDevelopmentOrganization, firstStartMessage } from './first-start.js';
 import { TokenService } from './http/jwt.js';
+import { cronJobAdmission } from './http/plan-limits.js';
 import { WebhookDelivery } from './webhooks/delivery-service.js';
 import { SpoolMetrics } from './metrics/spool-metrics.js';
 import { VERSION } from './version.js';

@@ -120,8 +120,10 @@ export function jobRoutes(app: FastifyInstance, ctx: AppContext): void {
     const body = request.body;
     const payloadBytes = checkJobLimits(body);
     assertQueueAllowed(auth, body.queue_name);
+    const job = toNewJob(auth.organizationId, body.queue_name, body);
+    // Nothing may throw between admitting and settling: settle ends the plan-limit transaction.
     const quota = await admitJobs(ctx, auth, [{ queueName: body.queue_name, payloadBytes }]);
-    const result = await enqueueAdmitted(ctx, quota, toNewJob(auth.organizationId, body.queue_name, body)).catch(async (err: unknown) => {
+    const result = await enqueueAdmitted(ctx, quota, job).catch(async (err: unknown) => {
       await quota.settle(0);
       throw err;
     });

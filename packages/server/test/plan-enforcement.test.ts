@@ -69,6 +69,8 @@ describe('limits refused at the limit on every creating path', () => {
     const second = await schedule(org.apiKey);
     assertLimit(second, 'schedules', 1, 1);
     assert.match(second.body.message, /1 of 1 active schedules on the Free plan; pause or delete a schedule, or upgrade to starter/);
+    const invalid = await schedule(org.apiKey, { cron_expression: 'not a cron' });
+    assert.equal(invalid.status, 400, 'validation comes before plan limits');
     const paused = await schedule(org.apiKey, { is_active: false });
     assert.equal(paused.status, 201, 'a paused schedule does not count');
     assertLimit(await call(org.apiKey, 'POST', `/schedules/${paused.body.id}/resume`), 'schedules', 1, 1);
@@ -80,6 +82,7 @@ describe('limits refused at the limit on every creating path', () => {
     const org = await orgOn('free');
     assert.equal((await webhook(org.apiKey)).status, 201);
     assertLimit(await webhook(org.apiKey), 'webhooks', 1, 1);
+    assert.equal((await webhook(org.apiKey, { events: ['no.such.event'] })).status, 400, 'validation comes before plan limits');
     const disabled = await webhook(org.apiKey, { enabled: false });
     assert.equal(disabled.status, 201);
     assertLimit(await call(org.apiKey, 'PUT', `/outgoing-webhooks/${disabled.body.id}`, { enabled: true }), 'webhooks', 1, 1);

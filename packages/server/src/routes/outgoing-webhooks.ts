@@ -93,10 +93,11 @@ export function outgoingWebhookRoutes(app: FastifyInstance, ctx: AppContext): vo
     const org = auth.organizationId;
     const current = await load(ctx, org, request.params.id);
     if (body.url !== undefined) await assertWebhookTarget(body.url, environment);
+    const events = body.events === undefined ? undefined : checkEvents(body.events);
     const update = (db: Queryable) => webhookUpdate(db, org, request.params.id, {
       name: body.name,
       url: body.url,
-      events: body.events === undefined ? undefined : checkEvents(body.events),
+      events,
       secret: body.secret === undefined ? undefined : body.secret || null,
       enabled: body.enabled,
     });

@@ -132,7 +132,9 @@ function crudRoutes(app: FastifyInstance, ctx: AppContext): void {
     const body = request.body;
     checkSizes(body);
     assertQueueAllowed(auth, body.queue_name);
-    // Only active schedules count against max_schedules; a paused one is checked when it resumes.
+    // Validation before plan limits (CONTRACT §1.4). Only active schedules
+    // count against max_schedules; a paused one is checked when it resumes.
+    validateSchedule(body.cron_expression, body.timezone ?? 'UTC');
     const create = (db: Queryable) => scheduleCreate(db, {
       organizationId: auth.organizationId,
       name: body.name,
@@ -166,8 +168,8 @@ function crudRoutes(app: FastifyInstance, ctx: AppContext): void {
     const current = await ownedSchedule(ctx, auth, request.params.id);
     assertQueueAllowed(auth, current.queue_name);
     if (body.queue_name !== undefined) assertQueueAllowed(auth, body.queue_name);
-    const patch = patchOf(body);
-    return scheduleToWire(found(await updateWithinPlan(ctx, auth, current, patch)));
+    if (body.cron_expression !== undefined || body.timezone !== undefined) validateSchedule(body.cron_expression ?? current.cron_expression, body.timezone ?? current.timezone);
+    return scheduleToWire(found(await updateWithinPlan(ctx, auth, current, patchOf(body))));
   });
 
   app.delete<{ Params: { id: string } }>('/schedules/:id', {

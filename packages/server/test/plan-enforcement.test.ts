@@ -252,3 +252,25 @@ describe('a plan with room holds nothing back (the SDK suite)', () => {
     });
   }
 });
+
+describe('plan-limit transactions never take the whole pool', () => {
+  it('with DATABASE_POOL_MAX=2, concurrent schedule triggers of several limited organizations (each insert needs a second connection) all finish', async () => {
+    const small = await startTestServer('planpool', { poolMax: 2 });
+    try {
+      const orgs = await Promise.all(Array.from({ length: 3 }, async () => {
+        const org = await small.createOrganization('starter');
+        await small.spool.db.query('UPDATE spool.api_keys SET rate_limit = 10000 WHERE organization_id = $1', [org.organizationId]);
+        const created = await small.request('POST', '/api/v1/schedules', { auth: org.apiKey, body: { name: 's', cron_expression: '0 0 3 * * *', queue_name: 'pe', payload_template: {} } });
+        assert.equal(created.status, 201, created.text);
+        return { key: org.apiKey, id: created.body.id as string };
+      }));
+      const triggers = orgs.flatMap((org) => Array.from({ length: 4 }, () => small.request('POST', `/api/v1/schedules/${org.id}/trigger`, { auth: org.key })));
+      let timer: NodeJS.Timeout | undefined;
+      const stuck = new Promise<never>((_, reject) => { timer = setTimeout(() => reject(new Error('triggers did not finish: the pool is exhausted')), 20_000); });
+      const results = await Promise.race([Promise.all(triggers), stuck]).finally(() => clearTimeout(timer));
+      assert.deepEqual(results.map((r) => r.status), Array(12).fill(200));
+    } finally {
+      await small.close();
+    }
+  });
+});

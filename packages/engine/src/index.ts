@@ -30,6 +30,7 @@ export * from './ops/token-revoke.js';
 export * from './ops/rate-limit.js';
 export * from './ops/organization.js';
 export * from './ops/organization-usage.js';
+export * from './ops/organization-limit.js';
 export * from './cron.js';
 export * from './schedule-plan.js';
 export * from './ops/schedule.js';

@@ -100,12 +100,16 @@ export function upgradeTo(tier: string): string | null {
   return isPlanTier(tier) ? UPGRADE_TO[tier] : 'starter';
 }
 
-/** One row of UsageInfo.usage. */
+/**
+ * One row of UsageInfo.usage. `enforced` (extension) says whether Spool
+ * refuses a create at the limit; see ENFORCED.
+ */
 export interface UsageItem {
   current: number;
   limit: number | null;
   percentage: number | null;
   is_disabled: boolean;
+  enforced: boolean;
 }
 
 export interface UsageCounts {
@@ -155,24 +159,47 @@ const RESOURCE_LABEL: Record<keyof UsageCounts, string> = {
   webhooks: 'webhooks',
 };
 
-function usageItem(current: number, limit: number | null): UsageItem {
-  if (limit === null) return { current, limit: null, percentage: null, is_disabled: false };
-  if (limit === 0) return { current, limit: 0, percentage: null, is_disabled: true };
-  return { current, limit, percentage: Math.round((current / limit) * 10_000) / 100, is_disabled: false };
+/**
+ * Which limits Spool enforces (docs/tenancy.md, Plans and limits). Queues are
+ * not: a queue is a name on a job, and refusing a new name would cost a
+ * lookup on every enqueue.
+ */
+export const ENFORCED: Record<keyof UsageCounts, boolean> = {
+  jobs_today: true,
+  active_jobs: true,
+  queues: false,
+  workers: true,
+  api_keys: true,
+  schedules: true,
+  workflows: true,
+  webhooks: true,
+};
+
+/**
+ * `current` is always the true count, which can exceed a limit lowered after
+ * the fact; the percentage of an enforced limit stops at 100, as nothing more
+ * can be created.
+ */
+function usageItem(current: number, limit: number | null, enforced: boolean): UsageItem {
+  if (limit === null) return { current, limit: null, percentage: null, is_disabled: false, enforced };
+  if (limit === 0) return { current, limit: 0, percentage: null, is_disabled: true, enforced };
+  const percentage = Math.round((current / limit) * 10_000) / 100;
+  return { current, limit, percentage: enforced ? Math.min(100, percentage) : percentage, is_disabled: false, enforced };
 }
 
 /**
  * UsageInfo from counts and limits. Warnings start at 50 % of a limit on the
- * free plan and 80 % on the others; at 100 % they are critical.
+ * free plan and 80 % on the others; at 100 % they are critical. A limit that
+ * is not enforced gets no warning: reaching it refuses nothing.
  */
 export function usageInfo(limits: PlanLimits, counts: UsageCounts): UsageInfo {
   const threshold = limits.tier === 'free' ? 50 : 80;
   const usage = {} as Record<keyof UsageCounts, UsageItem>;
   const warnings: UsageWarning[] = [];
   for (const resource of Object.keys(USAGE_LIMIT_KEY) as (keyof UsageCounts)[]) {
-    const item = usageItem(counts[resource], limits[USAGE_LIMIT_KEY[resource]] as number | null);
+    const item = usageItem(counts[resource], limits[USAGE_LIMIT_KEY[resource]] as number | null, ENFORCED[resource]);
     usage[resource] = item;
-    if (item.percentage === null) continue;
+    if (item.percentage === null || !item.enforced) continue;
     const label = RESOURCE_LABEL[resource];
     if (item.percentage >= 100) {
       warnings.push({ resource, severity: 'critical', message: `You have reached your plan's limit of ${item.limit} ${label}` });

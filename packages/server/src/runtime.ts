@@ -34,6 +34,7 @@ import { GrpcServer } from './grpc/server.js';
 import { DEVELOPMENT_PLAN, ensureDevelopmentOrganization, firstStartMessage, metricsTokenMessage } from './first-start.js';
 import { MetricsOperatorToken } from './metrics/operator-token.js';
 import { TokenService } from './http/jwt.js';
+import { cronJobAdmission } from './http/plan-limits.js';
 import { WebhookDelivery } from './webhooks/delivery-service.js';
 import { webhookPolicy } from './webhooks/ssrf.js';
 import { SpoolMetrics } from './metrics/spool-metrics.js';
@@ -127,7 +128,7 @@ export async function startSpool(config: Config, options: StartOptions = {}): Pr
     // safe, and a delayed job then never waits for a leader failover.
     const promoter = new ScheduledPromoter(db, { log });
     // Everything that must run once runs on the elected leader only.
-    const firer = new ScheduleFirer(db, { log, misfireThresholdMs: config.misfireThresholdMs });
+    const firer = new ScheduleFirer(db, { log, misfireThresholdMs: config.misfireThresholdMs, admission: cronJobAdmission() });
     const leaderServices: LoopService[] = [
       firer,
       new LeaseReaper(db, { log }),

@@ -48,8 +48,8 @@ describe('usage and limits (GET /organizations/usage)', () => {
     assert.equal(usage.body.limits.max_workers, 1);
     assert.equal(Object.keys(usage.body.limits).length, 15);
     assert.deepEqual(Object.keys(usage.body.usage).sort(), ['active_jobs', 'api_keys', 'jobs_today', 'queues', 'schedules', 'webhooks', 'workers', 'workflows']);
-    assert.deepEqual(usage.body.usage.workflows, { current: 0, limit: 0, percentage: null, is_disabled: true });
-    assert.deepEqual(usage.body.usage.api_keys, { current: 1, limit: 2, percentage: 50, is_disabled: false });
+    assert.deepEqual(usage.body.usage.workflows, { current: 0, limit: 0, percentage: null, is_disabled: true, enforced: true });
+    assert.deepEqual(usage.body.usage.api_keys, { current: 1, limit: 2, percentage: 50, is_disabled: false, enforced: true });
     assert.deepEqual(usage.body.warnings.map((w: { resource: string; severity: string }) => [w.resource, w.severity]), [['api_keys', 'warning']], 'free warns from 50 %');
   });
 
@@ -72,7 +72,8 @@ describe('usage and limits (GET /organizations/usage)', () => {
     assert.equal(usage.usage.workflows.current, 1, 'pending and running workflows count, finished ones do not');
     assert.equal(usage.usage.webhooks.current, 1, 'enabled webhooks count');
     const severity = Object.fromEntries(usage.warnings.map((w: { resource: string; severity: string }) => [w.resource, w.severity]));
-    assert.equal(severity.queues, 'critical');
+    assert.equal(usage.usage.queues.enforced, false);
+    assert.equal(severity.queues, undefined, 'queues are not enforced: reaching the figure refuses nothing, so no warning');
     assert.equal(severity.workers, 'critical');
     assert.equal(severity.schedules, 'critical');
     assert.equal(severity.active_jobs, undefined);
@@ -84,7 +85,7 @@ describe('usage and limits (GET /organizations/usage)', () => {
     const usage = (await server.request('GET', '/api/v1/organizations/usage', { auth: org.apiKey })).body;
     assert.equal(usage.plan, 'unlimited');
     assert.equal(usage.limits.max_payload_size_bytes, null);
-    assert.deepEqual(usage.usage.jobs_today, { current: 2, limit: null, percentage: null, is_disabled: false });
+    assert.deepEqual(usage.usage.jobs_today, { current: 2, limit: null, percentage: null, is_disabled: false, enforced: true });
     assert.deepEqual(usage.warnings, []);
   });
 });

@@ -27,6 +27,18 @@ interface DueSchedule {
   db_now: Date;
 }
 
+/**
+ * Plan limits for jobs created by cron. The engine knows no plans: the
+ * server supplies this, and a tick it does not admit is recorded as a failed
+ * run with the reason instead of creating a job.
+ */
+export interface ScheduleJobAdmission {
+  /** How many of `count` new jobs the organization may create now (reserved inside `db`'s transaction), and why the rest may not. */
+  admit(db: Queryable, organizationId: string, count: number): Promise<{ admitted: number; reason: string | null }>;
+  /** Gives back admitted jobs that were not created (their tick had been fired elsewhere). */
+  release(db: Queryable, organizationId: string, count: number): Promise<void>;
+}
+
 export interface ScheduleFireOptions {
   /** Schedules handled per call. */
   limit: number;
@@ -36,6 +48,8 @@ export interface ScheduleFireOptions {
   missedCap: number;
   /** Record every planned tick as a failed run with this message instead of creating jobs. */
   failWith?: string | null;
+  /** Plan limits on the jobs the ticks create; none = every tick creates its job. */
+  admission?: ScheduleJobAdmission | null;
 }
 
 export interface ScheduleFireOutcome {
@@ -101,13 +115,16 @@ export async function scheduleFireDue(db: Queryable, options: ScheduleFireOption
     }
   }
 
+  const admitted = options.admission ? await admitTicks(db, options.admission, ticks) : new Map<string, number>();
+
   const claimed = ticks.at.length === 0
     ? []
     : await run<{ id: string; schedule_id: string; fire_time: Date }>(db, runClaim, [ticks.org, ticks.schedule, ticks.at, ticks.status, ticks.error]);
   outcome.duplicates = ticks.at.length - claimed.length;
-  const failedSchedules = new Set(ticks.schedule.filter((_, i) => ticks.status[i] === 'failed'));
-  const toCreate = claimed.filter((r) => !failedSchedules.has(r.schedule_id));
+  const failedTicks = new Set(ticks.schedule.map((id, i) => (ticks.status[i] === 'failed' ? tickKey(id, ticks.at[i]!) : '')));
+  const toCreate = claimed.filter((r) => !failedTicks.has(tickKey(r.schedule_id, r.fire_time)));
   outcome.failed = claimed.length - toCreate.length;
+  if (options.admission) await releaseUnused(db, options.admission, admitted, toCreate.map((r) => byId.get(r.schedule_id)!.organization_id));
 
   const firedPer = new Map<string, number>();
   if (toCreate.length > 0) {
@@ -118,6 +135,43 @@ export async function scheduleFireDue(db: Queryable, options: ScheduleFireOption
   }
   await run(db, advance, [due.map((s) => s.id), due.map((s) => nextRunAt.get(s.id) ?? null), due.map((s) => firedPer.get(s.id) ?? 0)]);
   return outcome;
+}
+
+function tickKey(scheduleId: string, at: Date): string {
+  return `${scheduleId}@${at.getTime()}`;
+}
+
+/**
+ * Asks the plan for room for each organization's pending ticks (in id order,
+ * so concurrent firers take the organizations' locks in the same order) and
+ * marks the ticks beyond it failed with the reason; earlier ticks go first.
+ * Returns what each organization was admitted.
+ */
+async function admitTicks(db: Queryable, admission: ScheduleJobAdmission, ticks: { org: string[]; status: string[]; error: (string | null)[] }): Promise<Map<string, number>> {
+  const pendingByOrg = new Map<string, number[]>();
+  ticks.org.forEach((org, i) => {
+    if (ticks.status[i] === 'pending') pendingByOrg.set(org, [...(pendingByOrg.get(org) ?? []), i]);
+  });
+  const admitted = new Map<string, number>();
+  for (const org of [...pendingByOrg.keys()].sort()) {
+    const indexes = pendingByOrg.get(org)!;
+    const decision = await admission.admit(db, org, indexes.length);
+    admitted.set(org, decision.admitted);
+    for (const i of indexes.slice(decision.admitted)) {
+      ticks.status[i] = 'failed';
+      ticks.error[i] = decision.reason ?? 'Plan limit reached';
+    }
+  }
+  return admitted;
+}
+
+async function releaseUnused(db: Queryable, admission: ScheduleJobAdmission, admitted: Map<string, number>, createdFor: string[]): Promise<void> {
+  const created = new Map<string, number>();
+  for (const org of createdFor) created.set(org, (created.get(org) ?? 0) + 1);
+  for (const [org, n] of admitted) {
+    const unused = n - (created.get(org) ?? 0);
+    if (unused > 0) await admission.release(db, org, unused);
+  }
 }
 
 /** Milliseconds until the earliest active next_run_at (database clock; may be negative), or null when none. */

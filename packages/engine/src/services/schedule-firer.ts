@@ -1,6 +1,6 @@
 import type { Db } from '../db.js';
 import { transaction } from '../db.js';
-import { scheduleDueIds, scheduleFireDue, scheduleNextDueIn, type ScheduleFireOutcome } from '../ops/schedule-fire.js';
+import { scheduleDueIds, scheduleFireDue, scheduleNextDueIn, type ScheduleFireOutcome, type ScheduleJobAdmission } from '../ops/schedule-fire.js';
 import { LoopService, type LoopServiceOptions } from './service.js';
 
 export interface ScheduleFirerOptions extends Partial<LoopServiceOptions> {
@@ -14,6 +14,8 @@ export interface ScheduleFirerOptions extends Partial<LoopServiceOptions> {
   misfireThresholdMs?: number;
   /** Most missed ticks a schedule with missed_policy "all" fires at once. Default 100. */
   missedCap?: number;
+  /** Plan limits on the jobs ticks create (supplied by the server); none = unlimited. */
+  admission?: ScheduleJobAdmission | null;
 }
 
 // SQLSTATE classes that mean "the database is unreachable or busy", not "this schedule is broken".
@@ -33,6 +35,7 @@ export class ScheduleFirer extends LoopService {
   readonly #batchSize: number;
   readonly #misfireThresholdMs: number;
   readonly #missedCap: number;
+  readonly #admission: ScheduleJobAdmission | null;
 
   constructor(db: Db, options: ScheduleFirerOptions = {}) {
     super({ idleMs: options.idleMs ?? 60_000, errorDelayMs: options.errorDelayMs ?? 1_000, log: options.log });
@@ -40,6 +43,7 @@ export class ScheduleFirer extends LoopService {
     this.#batchSize = options.batchSize ?? 100;
     this.#misfireThresholdMs = options.misfireThresholdMs ?? 60_000;
     this.#missedCap = options.missedCap ?? 100;
+    this.#admission = options.admission ?? null;
   }
 
   async runOnce(): Promise<number> {
@@ -60,6 +64,7 @@ export class ScheduleFirer extends LoopService {
       misfireThresholdMs: this.#misfireThresholdMs,
       missedCap: this.#missedCap,
       failWith,
+      admission: this.#admission,
     }));
   }
 

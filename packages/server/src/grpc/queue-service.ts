@@ -10,7 +10,7 @@ import {
   type JobRow,
 } from '@spool/engine';
 import type { Grant, Operation } from '../authorization.js';
-import { admitJobs } from '../http/job-admission.js';
+import { admitJobs, enqueueAdmitted } from '../http/job-admission.js';
 import { jsonBytes } from '../wire/common.js';
 import { unary, type GrpcContext } from './call.js';
 import { fromTimestamp, jobToProto, structToJson, toTimestamp, type ProtoJob, type ProtoStruct, type ProtoTimestamp } from './convert.js';
@@ -93,7 +93,7 @@ export async function enqueue(ctx: GrpcContext, grant: Grant, request: EnqueueRe
   grant.queue(queueName);
   // As REST POST /jobs: plan limits after validation, then the shared group commit.
   const quota = await admitJobs(ctx, auth, [{ queueName, payloadBytes }]);
-  const inserted = await ctx.enqueueBatcher.enqueue(job).catch(async (err: unknown) => {
+  const inserted = await enqueueAdmitted(ctx, quota, job).catch(async (err: unknown) => {
     await quota.settle(0);
     throw err;
   });

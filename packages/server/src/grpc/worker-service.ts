@@ -2,6 +2,7 @@ import type { UntypedServiceImplementation } from '@grpc/grpc-js';
 import { clamp, LIMITS, PayloadTooLargeError, ValidationError } from '@spool/protocol';
 import { workerDeregister, workerHeartbeat, workerRegister } from '@spool/engine';
 import type { Grant } from '../authorization.js';
+import { withinPlanLimit } from '../http/plan-limits.js';
 import { jsonBytes } from '../wire/common.js';
 import { unary, type GrpcContext } from './call.js';
 import { checkQueueName, checkWorkerId, GRPC_DEFAULT_LEASE_SECONDS, optionalString } from './validate.js';
@@ -59,7 +60,8 @@ export async function register(ctx: GrpcContext, grant: Grant, request: Register
     version: shortText(request.version, 'version'),
   };
   grant.queue(queueName);
-  const { id } = await workerRegister(ctx.db, worker);
+  // As REST: a restart registering the same hostname and queue is not another worker.
+  const { id } = await withinPlanLimit(ctx, grant.auth, 'workers', (db) => workerRegister(db, worker), { worker: { hostname, queueName } });
   return { worker_id: id, lease_duration_secs: GRPC_DEFAULT_LEASE_SECONDS, heartbeat_interval_secs: HEARTBEAT_INTERVAL_SECS };
 }
 

@@ -1,9 +1,10 @@
 import type { FastifyInstance } from 'fastify';
 import { Type } from 'typebox';
 import { API_KEY_ROLES, ConflictError, NotFoundError, ValidationError, type ApiKeyRole } from '@spool/protocol';
-import { apiKeyCreate, apiKeyGet, apiKeyList, apiKeyRevoke, apiKeyUpdate } from '@spool/engine';
+import { apiKeyCreate, apiKeyGet, apiKeyList, apiKeyRevoke, apiKeyUpdate, type Queryable } from '@spool/engine';
 import type { AppContext } from '../app.js';
-import { authOf } from '../http/auth.js';
+import { authOf, type AuthContext } from '../http/auth.js';
+import { withinPlanLimit } from '../http/plan-limits.js';
 import { ApiKeySummarySchema, CreatedApiKeySchema, apiKeyToWire } from '../wire/api-key.js';
 import { DateTime, IdParams, nullable } from '../wire/common.js';
 
@@ -50,7 +51,7 @@ export function apiKeyRoutes(app: FastifyInstance, ctx: AppContext): void {
     const body = request.body;
     const expiresAt = body.expires_at ? new Date(body.expires_at) : null;
     if (expiresAt && expiresAt.getTime() <= Date.now()) throw new ValidationError('expires_at must be in the future', { field: 'expires_at' });
-    const created = await apiKeyCreate(ctx.db, {
+    const created = await withinPlanLimit(ctx, auth, 'api_keys', (db) => apiKeyCreate(db, {
       organizationId: auth.organizationId,
       name: body.name,
       queues: body.queues ?? [],
@@ -58,7 +59,7 @@ export function apiKeyRoutes(app: FastifyInstance, ctx: AppContext): void {
       expiresAt,
       role: body.role,
       environment: ctx.config.environment,
-    });
+    }));
     if (!created) throw new NotFoundError('Organization not found');
     return reply.code(201).send({
       id: created.id, key: created.key, name: created.name, created_at: created.created_at.toISOString(), expires_at: created.expires_at?.toISOString() ?? null,
@@ -81,13 +82,16 @@ export function apiKeyRoutes(app: FastifyInstance, ctx: AppContext): void {
   }, async (request) => {
     const auth = authOf(request);
     const body = request.body;
-    const row = await apiKeyUpdate(ctx.db, auth.organizationId, request.params.id, {
+    const update = (db: Queryable) => apiKeyUpdate(db, auth.organizationId, request.params.id, {
       name: body.name,
       queues: body.queues,
       rateLimit: body.rate_limit,
       isActive: body.is_active,
       role: body.role,
     });
+    // Re-activating a revoked key makes it count against max_api_keys again.
+    const reactivates = body.is_active === true && (await apiKeyGet(ctx.db, auth.organizationId, request.params.id))?.is_active === false;
+    const row = reactivates ? await withinPlanLimit(ctx, auth, 'api_keys', update) : await update(ctx.db);
     ctx.apiKeys.forget();
     if (!row) throw new NotFoundError('API key not found');
     if (row === 'refused') throw new ConflictError('This API key was revoked and cannot be reactivated; create a new key', { id: request.params.id });

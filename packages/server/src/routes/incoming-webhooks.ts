@@ -13,7 +13,7 @@ import {
 import type { AppContext } from '../app.js';
 import { authorize } from '../authorization.js';
 import type { AuthContext } from '../http/auth.js';
-import { admitJobs } from '../http/job-admission.js';
+import { admitJobs, enqueueAdmitted } from '../http/job-admission.js';
 import { assertFiniteNumbers, jsonNestedDeeperThan, tooDeepError } from '../http/json-body.js';
 import { sameSecret } from '../http/same-secret.js';
 import { secretBoxOf, webhookSecretOwner } from '../secret-box.js';
@@ -183,7 +183,7 @@ async function enqueueDelivery(ctx: AppContext, org: IngestOrganization, job: Ne
   const grant = authorize(ingestionAuth(job.organizationId, org), 'job.create');
   grant.queue(job.queueName);
   const quota = await admitJobs(ctx, grant.auth, [{ queueName: job.queueName, payloadBytes }]);
-  const result = await ctx.enqueueBatcher.enqueue(job).catch(async (err: unknown) => {
+  const result = await enqueueAdmitted(ctx, quota, job).catch(async (err: unknown) => {
     await quota.settle(0);
     throw err;
   });

@@ -112,7 +112,7 @@ export function jobBulkRoutes(app: FastifyInstance, ctx: AppContext): void {
       });
     }
     const quota = valid.length > 0 ? await admitJobs(ctx, auth, admissions) : null;
-    const inserted = await jobInsertMany(ctx.db, valid.map((v) => v.job)).catch(async (err: unknown) => {
+    const inserted = await jobInsertMany(quota?.db ?? ctx.db, valid.map((v) => v.job)).catch(async (err: unknown) => {
       await quota?.settle(0);
       throw err;
     });

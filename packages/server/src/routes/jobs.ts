@@ -17,7 +17,7 @@ import {
 } from '@spool/engine';
 import type { AppContext } from '../app.js';
 import { grantOf } from '../http/route-authorization.js';
-import { admitJobs } from '../http/job-admission.js';
+import { admitJobs, enqueueAdmitted } from '../http/job-admission.js';
 import { assertWebhookTarget, webhookPolicy } from '../webhooks/ssrf.js';
 import { DateTime, IdempotencyKey, IdParams, MaxRetries, Priority, QueueName, Tags, TimeoutSeconds, jsonBytes, nullable } from '../wire/common.js';
 import { JobSchema, JobSummarySchema, jobSummaryToWire, jobToWire } from '../wire/job.js';
@@ -124,8 +124,10 @@ export function jobRoutes(app: FastifyInstance, ctx: AppContext): void {
     const payloadBytes = checkJobLimits(body);
     // Refused when saved, not only when the job finishes: the caller learns it now.
     if (body.completion_webhook) await assertWebhookTarget(body.completion_webhook, policy, 'completion_webhook');
+    const job = toNewJob(auth.organizationId, body.queue_name, body);
+    // Nothing may throw between admitting and settling: settle ends the plan-limit transaction.
     const quota = await admitJobs(ctx, auth, [{ queueName: body.queue_name, payloadBytes }]);
-    const result = await ctx.enqueueBatcher.enqueue(toNewJob(auth.organizationId, body.queue_name, body)).catch(async (err: unknown) => {
+    const result = await enqueueAdmitted(ctx, quota, job).catch(async (err: unknown) => {
       await quota.settle(0);
       throw err;
     });

@@ -13,9 +13,11 @@ import {
   webhookList,
   webhookUpdate,
   type WebhookRow,
+  type Queryable,
 } from '@spool/engine';
 import type { AppContext } from '../app.js';
 import { authOf } from '../http/auth.js';
+import { withinPlanLimit } from '../http/plan-limits.js';
 import { IdParams } from '../wire/common.js';
 import { DeliverySchema, WebhookSchema, deliveryToWire, webhookToWire } from '../wire/webhook.js';
 import { sendWebhook } from '../webhooks/sender.js';
@@ -69,7 +71,10 @@ export function outgoingWebhookRoutes(app: FastifyInstance, ctx: AppContext): vo
     const body = request.body;
     const events = checkEvents(body.events);
     await assertWebhookTarget(body.url, policy);
-    const row = await webhookCreate(ctx.db, { organizationId: authOf(request).organizationId, name: body.name, url: body.url, events, secret: body.secret || null, enabled: body.enabled });
+    const auth = authOf(request);
+    // Only enabled webhooks count against max_webhooks; a disabled one is checked when it is enabled.
+    const create = (db: Queryable) => webhookCreate(db, { organizationId: auth.organizationId, name: body.name, url: body.url, events, secret: body.secret || null, enabled: body.enabled });
+    const row = body.enabled === false ? await create(ctx.db) : await withinPlanLimit(ctx, auth, 'webhooks', create);
     return reply.code(201).send(webhookToWire(row));
   });
 
@@ -88,16 +93,19 @@ export function outgoingWebhookRoutes(app: FastifyInstance, ctx: AppContext): vo
     schema: { tags: ['webhooks'], summary: 'Update an outgoing webhook (any subset of fields)', params: IdParams, body: WebhookPatchBody, response: { 200: WebhookSchema } },
   }, async (request) => {
     const body = request.body;
-    const org = authOf(request).organizationId;
-    await load(ctx, org, request.params.id);
+    const auth = authOf(request);
+    const org = auth.organizationId;
+    const current = await load(ctx, org, request.params.id);
     if (body.url !== undefined) await assertWebhookTarget(body.url, policy);
-    const row = await webhookUpdate(ctx.db, org, request.params.id, {
+    const events = body.events === undefined ? undefined : checkEvents(body.events);
+    const update = (db: Queryable) => webhookUpdate(db, org, request.params.id, {
       name: body.name,
       url: body.url,
-      events: body.events === undefined ? undefined : checkEvents(body.events),
+      events,
       secret: body.secret === undefined ? undefined : body.secret || null,
       enabled: body.enabled,
     });
+    const row = !current.enabled && body.enabled === true ? await withinPlanLimit(ctx, auth, 'webhooks', update) : await update(ctx.db);
     if (!row) throw new NotFoundError('Webhook not found');
     return webhookToWire(row);
   });

@@ -12,12 +12,16 @@ import {
   scheduleUpdate,
   validateSchedule,
   type MissedPolicy,
+  type Queryable,
   type ScheduleRow,
   type SchedulePatch,
 } from '@spool/engine';
 import type { AppContext } from '../app.js';
 import type { Grant } from '../authorization.js';
+import type { AuthContext } from '../http/auth.js';
 import { grantOf } from '../http/route-authorization.js';
+import { admitJobs } from '../http/job-admission.js';
+import { withinPlanLimit } from '../http/plan-limits.js';
 import { IdParams, MaxRetries, Priority, QueueName, TimeoutSeconds, jsonBytes, nullable } from '../wire/common.js';
 import { ScheduleRunSchema, ScheduleSchema, scheduleRunToWire, scheduleToWire } from '../wire/schedule.js';
 
@@ -131,8 +135,12 @@ function crudRoutes(app: FastifyInstance, ctx: AppContext): void {
     const grant = grantOf(request);
     const body = request.body;
     checkSizes(body);
-    const created = await scheduleCreate(ctx.db, {
-      organizationId: grant.organizationId,
+    const auth = grant.auth;
+    // Validation before plan limits (CONTRACT §1.4). Only active schedules
+    // count against max_schedules; a paused one is checked when it resumes.
+    validateSchedule(body.cron_expression, body.timezone ?? 'UTC');
+    const create = (db: Queryable) => scheduleCreate(db, {
+      organizationId: auth.organizationId,
       name: body.name,
       description: body.description ?? null,
       cronExpression: body.cron_expression,
@@ -147,6 +155,7 @@ function crudRoutes(app: FastifyInstance, ctx: AppContext): void {
       tags: body.tags ?? null,
       metadata: body.metadata ?? null,
     });
+    const created = body.is_active === false ? await create(ctx.db) : await withinPlanLimit(ctx, auth, 'schedules', create);
     return reply.code(201).send(scheduleToWire(created));
   });
 
@@ -162,8 +171,9 @@ function crudRoutes(app: FastifyInstance, ctx: AppContext): void {
     const grant = grantOf(request);
     const body = request.body;
     checkSizes(body);
-    await ownedSchedule(ctx, grant, request.params.id);
-    return scheduleToWire(found(await scheduleUpdate(ctx.db, grant.organizationId, request.params.id, patchOf(body))));
+    const current = await ownedSchedule(ctx, grant, request.params.id);
+    if (body.cron_expression !== undefined || body.timezone !== undefined) validateSchedule(body.cron_expression ?? current.cron_expression, body.timezone ?? current.timezone);
+    return scheduleToWire(found(await updateWithinPlan(ctx, grant.auth, current, patchOf(body))));
   });
 
   app.delete<{ Params: { id: string } }>('/schedules/:id', {
@@ -175,6 +185,17 @@ function crudRoutes(app: FastifyInstance, ctx: AppContext): void {
     found((await scheduleDelete(ctx.db, grant.organizationId, request.params.id)) || null);
     return reply.code(204).send();
   });
+}
+
+/**
+ * scheduleUpdate, under the schedules limit when it makes an inactive
+ * schedule active (resume, or PUT is_active: true). scheduleUpdate commits
+ * on its own connection before the limit's lock is released.
+ */
+function updateWithinPlan(ctx: AppContext, auth: AuthContext, current: ScheduleRow, patch: SchedulePatch): Promise<ScheduleRow | null> {
+  const update = () => scheduleUpdate(ctx.db, auth.organizationId, current.id, patch);
+  if (current.is_active || patch.isActive !== true) return update();
+  return withinPlanLimit(ctx, auth, 'schedules', update);
 }
 
 function previewRoutes(app: FastifyInstance, ctx: AppContext): void {
@@ -208,9 +229,9 @@ function actionRoutes(app: FastifyInstance, ctx: AppContext): void {
       schema: { tags, summary: action === 'pause' ? 'Pause a schedule' : 'Resume a schedule from its next tick (no burst of missed ticks)', params: IdParams, response: { 200: ScheduleSchema } },
     }, async (request) => {
       const grant = grantOf(request);
-      await ownedSchedule(ctx, grant, request.params.id);
+      const current = await ownedSchedule(ctx, grant, request.params.id);
       const patch: SchedulePatch = action === 'pause' ? { isActive: false } : { isActive: true, recompute: true };
-      return scheduleToWire(found(await scheduleUpdate(ctx.db, grant.organizationId, request.params.id, patch)));
+      return scheduleToWire(found(await updateWithinPlan(ctx, grant.auth, current, patch)));
     });
   }
 
@@ -219,8 +240,20 @@ function actionRoutes(app: FastifyInstance, ctx: AppContext): void {
     schema: { tags, summary: 'Create one job from the schedule now (also while paused)', params: IdParams, response: { 200: TriggerResponse } },
   }, async (request) => {
     const grant = grantOf(request);
-    await ownedSchedule(ctx, grant, request.params.id);
-    const result = found(await scheduleTrigger(ctx.db, grant.organizationId, request.params.id));
+    const auth = grant.auth;
+    const schedule = await ownedSchedule(ctx, grant, request.params.id);
+    // A triggered job is a new job: the same plan limits as POST /jobs.
+    const quota = await admitJobs(ctx, auth, [{ queueName: schedule.queue_name, payloadBytes: jsonBytes(schedule.payload_template ?? {}) }]);
+    const result = await scheduleTrigger(ctx.db, auth.organizationId, request.params.id).then(
+      async (triggered) => {
+        await quota.settle(triggered ? 1 : 0);
+        return found(triggered);
+      },
+      async (err: unknown) => {
+        await quota.settle(0);
+        throw err;
+      },
+    );
     const at = result.triggeredAt.toISOString();
     return { job_id: result.jobId, scheduled_at: at, triggered_at: at };
   });

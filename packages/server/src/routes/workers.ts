@@ -5,6 +5,7 @@ import { workerDeregister, workerGet, workerHeartbeat, workerList, workerRegiste
 import type { AppContext } from '../app.js';
 import { workerQueues, type Grant } from '../authorization.js';
 import { grantOf } from '../http/route-authorization.js';
+import { withinPlanLimit } from '../http/plan-limits.js';
 import { IdParams, QueueName, jsonBytes, nullable } from '../wire/common.js';
 import { WorkerSchema, WorkerSummarySchema, workerSummaryToWire, workerToWire } from '../wire/worker.js';
 
@@ -64,7 +65,9 @@ export function workerRoutes(app: FastifyInstance, ctx: AppContext): void {
     const body = request.body;
     grant.queues([body.queue_name, ...(body.queue_names ?? [])]);
     checkMetadata(body.metadata);
-    const worker = await workerRegister(ctx.db, {
+    // A worker registering again with the same hostname and queue (a restart) is not another worker.
+    const identity = { hostname: body.hostname, queueName: body.queue_name };
+    const worker = await withinPlanLimit(ctx, grant.auth, 'workers', (db) => workerRegister(db, {
       organizationId: grant.organizationId,
       queueName: body.queue_name,
       queueNames: (body.queue_names ?? []).filter((q) => q !== body.queue_name),
@@ -73,7 +76,7 @@ export function workerRoutes(app: FastifyInstance, ctx: AppContext): void {
       maxConcurrency: body.max_concurrency ?? 5,
       metadata: body.metadata ?? null,
       version: body.version || null,
-    });
+    }), { worker: identity });
     return reply.code(201).send({
       id: worker.id,
       queue_name: worker.queue_name,

@@ -5,7 +5,7 @@ import { workflowCancel, workflowCreate, workflowGet, workflowJobs, workflowList
 import type { AppContext } from '../app.js';
 import type { Grant } from '../authorization.js';
 import { grantOf } from '../http/route-authorization.js';
-import { admitJobs } from '../http/job-admission.js';
+import { withinPlanLimit } from '../http/plan-limits.js';
 import { IdParams, MaxRetries, Priority, QueueName, TimeoutSeconds, nullable } from '../wire/common.js';
 import { WorkflowJobSchema, WorkflowSchema, workflowJobToWire, workflowToWire } from '../wire/workflow.js';
 import { checkJobLimits } from './jobs.js';
@@ -74,8 +74,10 @@ export function workflowRoutes(app: FastifyInstance, ctx: AppContext): void {
     });
     // The graph is part of validation, which comes before plan limits (CONTRACT §1.4).
     workflowTopologicalOrder(body.jobs.map((job) => ({ key: job.key, dependsOn: job.depends_on ?? [] })));
-    await admitJobs(ctx, auth, admissions);
-    const created = await workflowCreate(ctx.db, {
+    // The workflow counts against max_workflows and its jobs against the job
+    // limits, checked together in the transaction that creates them.
+    const payloadBytes = admissions.reduce((max, job) => Math.max(max, job.payloadBytes), 0);
+    const created = await withinPlanLimit(ctx, auth, 'workflows', (db) => workflowCreate(db, {
       organizationId: auth.organizationId,
       name: body.name,
       description: body.description ?? null,
@@ -90,7 +92,7 @@ export function workflowRoutes(app: FastifyInstance, ctx: AppContext): void {
         maxRetries: job.max_retries,
         timeoutSeconds: job.timeout_seconds,
       })),
-    });
+    }), { jobs: { count: admissions.length, payloadBytes } });
     return reply.code(201).send({
       workflow_id: created.workflowId,
       job_ids: created.jobIds.map((j) => ({ key: j.key, job_id: j.jobId })),

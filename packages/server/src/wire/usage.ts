@@ -26,6 +26,7 @@ const UsageItemSchema = Type.Object({
   limit: NullableInt,
   percentage: Type.Union([Type.Number(), Type.Null()]),
   is_disabled: Type.Boolean(),
+  enforced: Type.Boolean({ description: 'extension: whether Spool refuses a create at this limit (403 LIMIT_EXCEEDED)' }),
 });
 
 export const UsageInfoSchema = Type.Object({

@@ -194,6 +194,26 @@ describe('dashboard', { timeout: 180_000 }, () => {
     d.assertNoConsoleErrors([/status of 400/]);
   });
 
+  it('creates a key limited to queues and a role', async () => {
+    const d = await dashboard();
+    const { page } = d;
+    await signIn(page, server.apiKey);
+    await page.goto('/settings');
+    await page.getByRole('button', { name: 'Create key' }).click();
+    const dialog = page.getByRole('dialog', { name: 'Create an API key' });
+    await dialog.getByRole('textbox', { name: /^Name/ }).fill('worker host');
+    await dialog.getByRole('textbox', { name: /^Queues/ }).fill('emails, mail-*');
+    await dialog.getByRole('combobox', { name: /^Role/ }).selectOption('worker');
+    await dialog.getByRole('button', { name: 'Create key' }).click();
+    await page.getByTestId('new-api-key').waitFor();
+    const key = (await api('GET', '/api-keys')).find((k: { name: string }) => k.name === 'worker host');
+    assert.equal(key.role, 'worker');
+    assert.deepEqual(key.queues, ['emails', 'mail-*']);
+    await page.getByRole('button', { name: 'Done' }).click();
+    await page.locator(`tr[data-key-id="${key.id}"]`).getByText('worker', { exact: true }).waitFor();
+    d.assertNoConsoleErrors();
+  });
+
   it('ends the session when its API key is revoked', async () => {
     const created = await api('POST', '/api-keys', { name: 'revoke me' });
     const d = await dashboard();

@@ -170,6 +170,8 @@ export interface ApiKey {
   id: string;
   name: string;
   queues: string[];
+  /** admin, producer, worker or read_only (Spool extension). */
+  role: string;
   rate_limit: number | null;
   is_active: boolean;
   created_at: string;

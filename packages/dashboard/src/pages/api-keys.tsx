@@ -34,6 +34,7 @@ function CreateKey({ onClose, onCreated }: { onClose: () => void; onCreated: () 
         body: {
           name: String(form.get('name') ?? '').trim(),
           queues,
+          role: String(form.get('role') ?? 'admin'),
           ...(rateLimit ? { rate_limit: Number(rateLimit) } : {}),
           ...(expires ? { expires_at: new Date(expires).toISOString() } : {}),
         },
@@ -70,8 +71,16 @@ function CreateKey({ onClose, onCreated }: { onClose: () => void; onCreated: () 
         </div>
       ) : (
         <form class="form" onSubmit={submit}>
-          <label>Name<input name="name" required maxLength={100} pattern="[A-Za-z0-9 _.()\-]+" title="Letters, digits, space and - _ . ( )" autoFocus /></label>
+          <label>Name<input name="name" required maxLength={100} pattern="[A-Za-z0-9 _.\(\)\-]+" title="Letters, digits, space and - _ . ( )" autoFocus /></label>
           <label>Queues <span class="muted small">comma-separated; empty = all queues; prefix* allowed</span><input name="queues" placeholder="all queues" /></label>
+          <label>Role
+            <select name="role">
+              <option value="admin" selected>admin: everything its queues allow</option>
+              <option value="producer">producer: enqueue, read its jobs</option>
+              <option value="worker">worker: claim, heartbeat, complete, fail, register</option>
+              <option value="read_only">read_only: read, change nothing</option>
+            </select>
+          </label>
           <label>Rate limit (requests/s, empty = plan default)<input name="rate_limit" type="number" min={1} max={10000} /></label>
           <label>Expires (empty = never)<input name="expires_at" type="datetime-local" /></label>
           {error ? <p class="form-error" role="alert">{error}</p> : null}
@@ -103,12 +112,13 @@ export function ApiKeys(): JSX.Element {
       ) : (
         <div class="table-wrap">
           <table>
-            <thead><tr><th>Name</th><th>Queues</th><th>State</th><th>Created</th><th>Last used</th><th>Expires</th><th /></tr></thead>
+            <thead><tr><th>Name</th><th>Queues</th><th>Role</th><th>State</th><th>Created</th><th>Last used</th><th>Expires</th><th /></tr></thead>
             <tbody>
               {list.map((k) => (
                 <tr key={k.id} data-key-id={k.id}>
                   <td>{k.name}{k.id === own ? <span class="badge badge-current" title="This session signed in with this key">this session</span> : null}</td>
                   <td>{k.queues.length === 0 || k.queues.includes('*') ? <span class="muted">all</span> : k.queues.join(', ')}</td>
+                  <td>{k.role ?? 'admin'}</td>
                   <td><StatusBadge status={k.is_active ? 'active' : 'revoked'} /></td>
                   <td title={formatTime(k.created_at)}>{formatRelative(k.created_at, now)}</td>
                   <td title={formatTime(k.last_used)}>{formatRelative(k.last_used, now)}</td>

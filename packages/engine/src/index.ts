@@ -55,3 +55,4 @@ export * from './ops/webhook.js';
 export * from './ops/metrics.js';
 export * from './ops/incoming-webhook.js';
 export * from './services/incoming-delivery-pruner.js';
+export * from './ops/database-doctor.js';

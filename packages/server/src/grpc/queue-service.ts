@@ -103,7 +103,7 @@ export async function enqueue(ctx: GrpcContext, grant: Grant, request: EnqueueRe
 
 /** Claims up to `limit` due jobs of a queue for a worker (REST claim semantics). */
 export async function claimJobs(ctx: GrpcContext, grant: Grant, queueName: string, workerId: string, limit: number, lease: number): Promise<JobRow[]> {
-  return jobClaim(ctx.db, { organizationId: grant.organizationId, queueName, workerId, limit, leaseSeconds: lease });
+  return ctx.metrics.timeClaim(() => jobClaim(ctx.db, { organizationId: grant.organizationId, queueName, workerId, limit, leaseSeconds: lease }));
 }
 
 /** Checks a dequeue-shaped request; returns the clamped claim parameters. */

@@ -1,9 +1,11 @@
 import {
+  databaseDoctor,
   metricsHistoryCounts,
   metricsHistoryHead,
   metricsQueueGauges,
   metricsWorkerCounts,
   type Db,
+  type DoctorReading,
   type HistoryCountRow,
   type QueueGaugeRow,
 } from '@spool/engine';
@@ -22,6 +24,8 @@ export interface AggregatesOptions {
 export interface AggregateSnapshot {
   gauges: QueueGaugeRow[];
   workers: { status: string; count: number }[];
+  /** What holds back vacuum, and the hot tables' dead rows (the queue doctor's database side). */
+  doctor: DoctorReading;
   /** Database time of the refresh, ms since the epoch (ages are computed against it, not the local clock). */
   at: number;
   durationMs: number;
@@ -85,6 +89,7 @@ export class QueueAggregates {
     const started = performance.now();
     const gauges = await metricsQueueGauges(this.#db);
     const workers = await metricsWorkerCounts(this.#db);
+    const doctor = await databaseDoctor(this.#db);
     const clock = await this.#db.query<{ now: Date }>('SELECT now() AS now');
     const head = await metricsHistoryHead(this.#db);
     if (this.#position === null) {
@@ -98,7 +103,7 @@ export class QueueAggregates {
       }
     }
     this.#previousHead = Math.max(head, this.#position);
-    this.#snapshot = { gauges, workers, at: clock.rows[0]!.now.getTime(), durationMs: performance.now() - started };
+    this.#snapshot = { gauges, workers, doctor, at: clock.rows[0]!.now.getTime(), durationMs: performance.now() - started };
   }
 
   #tick(): void {

@@ -35,26 +35,33 @@ export class MetricsOperatorToken {
 const ORG_LABEL = /organization_id="([^"]*)"/;
 const QUEUE_LABEL = /queue="([^"]*)"/;
 /** Families without an organization label that tell a tenant nothing about other tenants. */
-const SHARED_FAMILIES = /^(# (HELP|TYPE) )?(http_|process_|nodejs_)/;
+const SHARED_FAMILIES = /^(http_|process_|nodejs_)/;
 
 /**
  * The exposition text as one organization may see it: its own series (of the
  * queues `allows` accepts) and the process/HTTP families, never another
- * organization's ids or queue names nor cluster-wide Spool series.
+ * organization's ids or queue names nor cluster-wide Spool series. A family's
+ * HELP and TYPE lines are kept only with at least one of its samples.
  */
 export function organizationSeries(text: string, organizationId: string, allows: (queue: string) => boolean): string {
   const out: string[] = [];
+  let headers: string[] = [];
   for (const line of text.split('\n')) {
     if (line === '') continue;
-    const org = ORG_LABEL.exec(line);
-    if (org) {
-      if (org[1] !== organizationId) continue;
-      const queue = QUEUE_LABEL.exec(line);
-      if (queue && !allows(queue[1]!)) continue;
-      out.push(line);
-    } else if (line.startsWith('#') ? SHARED_FAMILIES.test(line) || /^# (HELP|TYPE) spooled_/.test(line) : SHARED_FAMILIES.test(line)) {
-      out.push(line);
+    if (line.startsWith('#')) {
+      if (line.startsWith('# HELP ')) headers = [];
+      headers.push(line);
+      continue;
     }
+    const org = ORG_LABEL.exec(line);
+    let keep: boolean;
+    if (org) {
+      const queue = QUEUE_LABEL.exec(line);
+      keep = org[1] === organizationId && (!queue || allows(queue[1]!));
+    } else keep = SHARED_FAMILIES.test(line);
+    if (!keep) continue;
+    out.push(...headers, line);
+    headers = [];
   }
   return `${out.join('\n')}\n`;
 }

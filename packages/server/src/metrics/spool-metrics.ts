@@ -1,6 +1,7 @@
 import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom-client';
 import type { FastifyInstance } from 'fastify';
-import type { CompleteOutcome, Db, HistoryCountRow, LoopService, Service } from '@spool/engine';
+import { databaseDoctor, type CompleteOutcome, type Db, type HistoryCountRow, type LoopService, type Service } from '@spool/engine';
+import { diagnose, type DoctorCheck } from './doctor.js';
 import { QueueAggregates } from './aggregates.js';
 
 export interface SpoolMetricsOptions {
@@ -54,12 +55,17 @@ export class SpoolMetrics implements Service {
   readonly #transitions: Counter<'organization_id' | 'queue' | 'status'>;
   readonly #retries: Counter<'organization_id' | 'queue'>;
   readonly #leasesExpired: Counter<'organization_id' | 'queue'>;
+  readonly #claimDuration: Histogram;
+  readonly #db: Db;
+  /** (when, how many) expired leases folded per refresh: the doctor's last hour. */
+  readonly #expiredLeases: { at: number; count: number }[] = [];
   // Label lookups hash an object; cache the child per queue for the hot path.
   readonly #latencyChildren = new Map<string, Child>();
   readonly #processingChildren = new Map<string, Child>();
 
   constructor(options: SpoolMetricsOptions) {
     this.#services = options.services ?? [];
+    this.#db = options.db;
     const registers = [this.registry];
     collectDefaultMetrics({ register: this.registry });
     this.aggregates = new QueueAggregates(options.db, { refreshMs: options.refreshMs, log: options.log }, (rows) => this.#countTransitions(rows));
@@ -71,6 +77,8 @@ export class SpoolMetrics implements Service {
     this.#transitions = new Counter({ name: 'spooled_job_transitions_total', help: 'Jobs entering each status, from job_history (cluster-wide, counted since this process first served /metrics).', labelNames: ['organization_id', 'queue', 'status'], registers });
     this.#retries = new Counter({ name: 'spooled_job_retries_total', help: 'Attempts that failed or lost their lease and were put back for another try (cluster-wide).', labelNames: QUEUE_LABELS, registers });
     this.#leasesExpired = new Counter({ name: 'spooled_job_leases_expired_total', help: 'Expired leases reclaimed by the lease reaper (cluster-wide).', labelNames: QUEUE_LABELS, registers });
+    this.#claimDuration = new Histogram({ name: 'spooled_claim_duration_seconds', help: 'Duration of the claim statement in this process (REST and gRPC claims; long-poll waits excluded).', buckets: LATENCY_BUCKETS, registers });
+    this.#doctorGauges(registers);
     this.#defineSnapshotGauges(registers);
   }
 
@@ -138,7 +146,78 @@ export class SpoolMetrics implements Service {
     });
   }
 
+  /** The queue doctor's database signals (docs/observability.md), from the cached snapshot; cluster-wide, so the operator's only. */
+  #doctorGauges(registers: Registry[]): void {
+    const aggregates = this.aggregates;
+    new Gauge({
+      name: 'spooled_db_oldest_transaction_age_seconds', help: 'Age of the oldest open transaction of another session that holds back vacuum in this database (0 when none).', registers,
+      collect() {
+        this.set(aggregates.snapshot?.doctor.oldest_transaction?.age_seconds ?? 0);
+      },
+    });
+    new Gauge({
+      name: 'spooled_db_idle_in_transaction_sessions', help: 'Sessions of this database idle in a transaction.', registers,
+      collect() {
+        this.set(aggregates.snapshot?.doctor.idle_in_transaction ?? 0);
+      },
+    });
+    new Gauge({
+      name: 'spooled_db_table_dead_tuples', help: "Dead tuples of Spool's hot tables (pg_stat_user_tables).", labelNames: ['table'], registers,
+      collect() {
+        this.reset();
+        for (const table of aggregates.snapshot?.doctor.tables ?? []) this.set({ table: table.table }, table.dead_tuples);
+      },
+    });
+    new Gauge({
+      name: 'spooled_db_table_last_vacuum_age_seconds', help: "Seconds since Spool's hot tables were last vacuumed (auto or manual); absent when never.", labelNames: ['table'], registers,
+      collect() {
+        this.reset();
+        const snapshot = aggregates.snapshot;
+        if (!snapshot) return;
+        for (const table of snapshot.doctor.tables) {
+          const last = Math.max(...[table.last_autovacuum, table.last_vacuum].map((v) => (v ? Date.parse(v) : 0)));
+          if (last > 0) this.set({ table: table.table }, Math.max(0, (snapshot.at - last) / 1000));
+        }
+      },
+    });
+  }
+
+  /** Runs one claim statement and records its duration (`spooled_claim_duration_seconds`, the doctor's claim p99). */
+  async timeClaim<T>(claim: () => Promise<T>): Promise<T> {
+    const started = performance.now();
+    try {
+      return await claim();
+    } finally {
+      this.#claimDuration.observe((performance.now() - started) / 1000);
+    }
+  }
+
+  /** The claim statement's p99 in this process, estimated from the histogram's buckets (upper bound); null before any claim. */
+  async #claimP99Ms(): Promise<number | null> {
+    const { values } = await this.#claimDuration.get();
+    const buckets = values.filter((v) => v.metricName === 'spooled_claim_duration_seconds_bucket');
+    const total = buckets.find((v) => v.labels.le === '+Inf')?.value ?? 0;
+    if (total === 0) return null;
+    const bound = buckets.find((v) => v.value >= total * 0.99);
+    const le = bound?.labels.le;
+    return le === undefined || le === '+Inf' ? LATENCY_BUCKETS[LATENCY_BUCKETS.length - 1]! * 1000 : Number(le) * 1000;
+  }
+
+  /** The queue doctor now: a fresh reading of the database and this process's timings, as checks worst first. */
+  async doctor(): Promise<{ checkedAt: Date; checks: DoctorCheck[] }> {
+    // Reading /metrics or the doctor keeps the counters (expired leases) folding.
+    await this.aggregates.touch();
+    const reading = await databaseDoctor(this.#db);
+    const hourAgo = Date.now() - 3_600_000;
+    while (this.#expiredLeases.length > 0 && this.#expiredLeases[0]!.at < hourAgo) this.#expiredLeases.shift();
+    const leasesExpiredLastHour = this.#expiredLeases.reduce((sum, entry) => sum + entry.count, 0);
+    return { checkedAt: reading.at, checks: diagnose(reading, { claimP99Ms: await this.#claimP99Ms(), leasesExpiredLastHour }) };
+  }
+
   #countTransitions(rows: HistoryCountRow[]): void {
+    let expired = 0;
+    for (const row of rows) if (row.event === 'lease_expired') expired += row.count;
+    if (expired > 0) this.#expiredLeases.push({ at: Date.now(), count: expired });
     for (const row of rows) {
       const labels = { organization_id: row.organization_id, queue: row.queue_name };
       if (row.to_status) this.#transitions.inc({ ...labels, status: row.to_status }, row.count);

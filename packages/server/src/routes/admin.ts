@@ -121,6 +121,23 @@ function listRoutes(app: FastifyInstance, ctx: AppContext, tags: string[]): void
     };
   });
 
+  app.get('/doctor', {
+    schema: {
+      tags,
+      summary: 'The queue doctor: what holds back vacuum, hot-table bloat, claim p99 and expired leases, each with a hint (docs/observability.md)',
+      response: {
+        200: Type.Object({
+          checked_at: Timestamp,
+          status: Type.String({ description: 'the worst status of the checks: ok, warn or critical' }),
+          checks: Type.Array(Type.Object({ name: Type.String(), status: Type.String(), value: Type.Union([Type.Number(), Type.Null()]), hint: Type.String() })),
+        }),
+      },
+    },
+  }, async () => {
+    const { checkedAt, checks } = await ctx.metrics.doctor();
+    return { checked_at: checkedAt.toISOString(), status: checks[0]?.status ?? 'ok', checks };
+  });
+
   app.get('/plans', {
     schema: { tags, summary: 'Every plan and its limits (`unlimited` is a Spool extension for self-hosting)', response: { 200: Type.Array(PlanLimitsSchema) } },
   }, async () => allPlans());

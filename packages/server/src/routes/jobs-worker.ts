@@ -133,13 +133,13 @@ export function jobWorkerRoutes(app: FastifyInstance, ctx: AppContext): void {
     const auth = grantOf(request).auth;
     const body = request.body;
     const limit = clamp(body.limit ?? 1, 1, LIMITS.claimLimitMax);
-    const claim = () => jobClaim(ctx.db, {
+    const claim = () => ctx.metrics.timeClaim(() => jobClaim(ctx.db, {
       organizationId: auth.organizationId,
       queueName: body.queue_name,
       workerId: body.worker_id,
       limit,
       leaseSeconds: body.lease_duration_secs ?? LIMITS.leaseSecondsDefault,
-    });
+    }));
     const waitMs = body.wait_ms ?? 0;
     const controller = new AbortController();
     // A client that hung up must not be handed jobs it will never see.

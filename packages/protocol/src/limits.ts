@@ -5,8 +5,12 @@ export const LIMITS = {
   priorityMax: 100,
   maxRetriesMin: 0,
   maxRetriesMax: 100,
+  /** A job's retries when neither it nor its queue's config says (PUT /queues/{name}/config max_retries). */
+  maxRetriesDefault: 3,
   timeoutSecondsMin: 1,
   timeoutSecondsMax: 86_400,
+  /** A job's timeout when neither it nor its queue's config says (default_timeout). */
+  timeoutSecondsDefault: 300,
   idempotencyKeyMax: 255,
   payloadBytesMax: 1024 * 1024,
   tagsBytesMax: 64 * 1024,

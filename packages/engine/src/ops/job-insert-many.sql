@@ -7,12 +7,21 @@
 -- The batch's organizations are locked once (FOR KEY SHARE) instead of a
 -- foreign-key check per row (migration 013); a missing one fails the whole
 -- statement with foreign_key_violation, as the key did.
+-- A job without its own max_retries / timeout_seconds takes its queue's
+-- configured defaults, else $14 / $15: one probe per distinct queue of the
+-- batch, and none when every job brings its own.
 WITH input AS (
   SELECT *
   FROM unnest($1::uuid[], $2::uuid[], $3::text[], $4::text[], $5::int[], $6::int[], $7::int[],
               $8::timestamptz[], $9::timestamptz[], $10::text[], $11::text[], $12::uuid[], $13::text[])
        AS t(id, organization_id, queue_name, payload, priority, max_retries, timeout_seconds,
             scheduled_at, expires_at, idempotency_key, tags, parent_job_id, completion_webhook)
+),
+defaults AS (
+  SELECT q.organization_id, q.queue_name, q.max_retries, q.default_timeout
+  FROM spool.queue_config q
+  WHERE (q.organization_id, q.queue_name) IN (
+    SELECT DISTINCT organization_id, queue_name FROM input WHERE max_retries IS NULL OR timeout_seconds IS NULL)
 ),
 owners AS MATERIALIZED (
   SELECT spool.lock_organizations(ARRAY(SELECT DISTINCT organization_id FROM input)) AS locked
@@ -21,11 +30,13 @@ inserted AS (
   INSERT INTO spool.jobs AS j (id, organization_id, queue_name, status, payload, priority, max_retries,
                                timeout_seconds, scheduled_at, expires_at, idempotency_key, tags,
                                parent_job_id, completion_webhook)
-  SELECT id, organization_id, queue_name,
-         CASE WHEN scheduled_at > now() THEN 'scheduled' ELSE 'pending' END,
-         payload::jsonb, priority, max_retries, timeout_seconds, scheduled_at, expires_at,
-         idempotency_key, tags::jsonb, parent_job_id, completion_webhook
-  FROM input
+  SELECT i.id, i.organization_id, i.queue_name,
+         CASE WHEN i.scheduled_at > now() THEN 'scheduled' ELSE 'pending' END,
+         i.payload::jsonb, i.priority,
+         coalesce(i.max_retries, d.max_retries, $14::int), coalesce(i.timeout_seconds, d.default_timeout, $15::int),
+         i.scheduled_at, i.expires_at, i.idempotency_key, i.tags::jsonb, i.parent_job_id, i.completion_webhook
+  FROM input i
+  LEFT JOIN defaults d ON d.organization_id = i.organization_id AND d.queue_name = i.queue_name
   WHERE (SELECT locked FROM owners)
   ON CONFLICT (organization_id, idempotency_key) WHERE idempotency_key IS NOT NULL
   DO UPDATE SET idempotency_key = EXCLUDED.idempotency_key

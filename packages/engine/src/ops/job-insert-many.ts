@@ -1,4 +1,4 @@
-import type { JobStatus } from '@spool/protocol';
+import { LIMITS, type JobStatus } from '@spool/protocol';
 import type { Queryable } from '../db.js';
 import { run, sqlFile } from '../db.js';
 import { uuidv7 } from '../ids.js';
@@ -58,14 +58,16 @@ export async function jobInsertMany(db: Queryable, jobs: NewJob[]): Promise<Inse
       sent.map((s) => s.job.queueName),
       sent.map((s) => JSON.stringify(s.job.payload ?? null)),
       sent.map((s) => s.job.priority ?? 0),
-      sent.map((s) => s.job.maxRetries ?? 3),
-      sent.map((s) => s.job.timeoutSeconds ?? 300),
+      sent.map((s) => s.job.maxRetries ?? null),
+      sent.map((s) => s.job.timeoutSeconds ?? null),
       sent.map((s) => s.job.scheduledAt ?? null),
       sent.map((s) => s.job.expiresAt ?? null),
       sent.map((s) => s.job.idempotencyKey ?? null),
       sent.map((s) => (s.job.tags == null ? null : JSON.stringify(s.job.tags))),
       sent.map((s) => s.job.parentJobId ?? null),
       sent.map((s) => s.job.completionWebhook ?? null),
+      LIMITS.maxRetriesDefault,
+      LIMITS.timeoutSecondsDefault,
     ],
   );
 

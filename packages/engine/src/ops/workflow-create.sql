@@ -14,12 +14,22 @@ input AS (
   FROM unnest($6::uuid[], $7::text[], $8::text[], $9::text[], $10::int[], $11::int[], $12::int[], $13::text[], $14::int[])
        AS t(id, key, queue_name, payload, priority, max_retries, timeout_seconds, dependency_mode, dependency_count)
 ),
+-- A job without its own max_retries / timeout_seconds takes its queue's
+-- configured defaults, else $17 / $18 (as job-insert-many.sql).
+defaults AS (
+  SELECT q.queue_name, q.max_retries, q.default_timeout
+  FROM spool.queue_config q
+  WHERE q.organization_id = $2
+    AND q.queue_name IN (SELECT DISTINCT queue_name FROM input WHERE max_retries IS NULL OR timeout_seconds IS NULL)
+),
 inserted AS (
   INSERT INTO spool.jobs (id, organization_id, queue_name, status, payload, priority, max_retries, timeout_seconds,
                           workflow_id, workflow_key, dependency_mode, dependencies_met, dependencies_remaining)
-  SELECT id, $2, queue_name, 'pending', payload::jsonb, priority, max_retries, timeout_seconds,
-         $1, key, dependency_mode, dependency_count = 0, dependency_count
-  FROM input
+  SELECT i.id, $2, i.queue_name, 'pending', i.payload::jsonb, i.priority,
+         coalesce(i.max_retries, d.max_retries, $17::int), coalesce(i.timeout_seconds, d.default_timeout, $18::int),
+         $1, i.key, i.dependency_mode, i.dependency_count = 0, i.dependency_count
+  FROM input i
+  LEFT JOIN defaults d ON d.queue_name = i.queue_name
   RETURNING id, organization_id, queue_name, dependencies_met
 ),
 edges AS (

@@ -1,4 +1,4 @@
-import { ValidationError } from '@spool/protocol';
+import { LIMITS, ValidationError } from '@spool/protocol';
 import type { Queryable } from '../db.js';
 import { run, sqlFile } from '../db.js';
 import { uuidv7 } from '../ids.js';
@@ -103,12 +103,14 @@ export async function workflowCreate(db: Queryable, input: WorkflowInput): Promi
     input.jobs.map((job) => job.queueName),
     input.jobs.map((job) => JSON.stringify(job.payload ?? null)),
     input.jobs.map((job) => job.priority ?? 0),
-    input.jobs.map((job) => job.maxRetries ?? 3),
-    input.jobs.map((job) => job.timeoutSeconds ?? 300),
+    input.jobs.map((job) => job.maxRetries ?? null),
+    input.jobs.map((job) => job.timeoutSeconds ?? null),
     input.jobs.map((job) => job.dependencyMode ?? 'all'),
     depCounts,
     edgeJob,
     edgeDep,
+    LIMITS.maxRetriesDefault,
+    LIMITS.timeoutSecondsDefault,
   ]);
   return { workflowId, jobIds: input.jobs.map((job) => ({ key: job.key, jobId: idByKey.get(job.key)! })) };
 }

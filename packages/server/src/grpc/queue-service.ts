@@ -84,8 +84,9 @@ export async function enqueue(ctx: GrpcContext, grant: Grant, request: EnqueueRe
     queueName,
     payload,
     priority: intOrDefault(request.priority, 0, 'priority', LIMITS.priorityMin, LIMITS.priorityMax),
-    maxRetries: intOrDefault(request.max_retries, 3, 'max_retries', LIMITS.maxRetriesMin, LIMITS.maxRetriesMax),
-    timeoutSeconds: intOrDefault(request.timeout_seconds, 300, 'timeout_seconds', LIMITS.timeoutSecondsMin, LIMITS.timeoutSecondsMax),
+    // 0 = unset: the queue's configured default, else the server's (LIMITS.*Default).
+    maxRetries: intOrDefault(request.max_retries, undefined, 'max_retries', LIMITS.maxRetriesMin, LIMITS.maxRetriesMax),
+    timeoutSeconds: intOrDefault(request.timeout_seconds, undefined, 'timeout_seconds', LIMITS.timeoutSecondsMin, LIMITS.timeoutSecondsMax),
     scheduledAt: fromTimestamp(request.scheduled_at, 'scheduled_at'),
     idempotencyKey,
     tags,

@@ -43,7 +43,7 @@ export function batchSize(requested: number): number {
 }
 
 /** An integer field where 0 (proto3's "unset") means the server default. */
-export function intOrDefault(value: number, fallback: number, field: string, min: number, max: number): number {
+export function intOrDefault<F extends number | undefined>(value: number, fallback: F, field: string, min: number, max: number): number | F {
   if (value === 0) return fallback;
   if (!Number.isInteger(value) || value < min || value > max) {
     throw new ValidationError(`${field} must be between ${min} and ${max}`, { field });

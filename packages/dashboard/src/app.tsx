@@ -10,6 +10,7 @@ import { getSession, onSessionChange } from './lib/session';
 import { DeadLetters } from './pages/dead-letters';
 import { JobDetail } from './pages/job-detail';
 import { Jobs } from './pages/jobs';
+import { Operator } from './pages/operator';
 import { Overview } from './pages/overview';
 import { Queues } from './pages/queues';
 import { ScheduleDetail, Schedules } from './pages/schedules';
@@ -27,6 +28,7 @@ const NAV: [string, string][] = [
   ['/workers', 'Workers'],
   ['/workflows', 'Workflows'],
   ['/settings', 'Settings'],
+  ['/operator', 'Operator'],
 ];
 
 type Route = [pattern: string, render: (params: Record<string, string>, location: Location) => JSX.Element];
@@ -43,6 +45,7 @@ const ROUTES: Route[] = [
   ['/workflows', (_p, l) => <Workflows query={l.query} />],
   ['/workflows/:id', (p) => <WorkflowDetail id={p.id!} />],
   ['/settings', (_p, l) => <Settings query={l.query} />],
+  ['/operator', () => <Operator />],
 ];
 
 function section(path: string): string {

@@ -194,6 +194,21 @@ describe('dashboard', { timeout: 180_000 }, () => {
     d.assertNoConsoleErrors([/status of 400/]);
   });
 
+  it('shows the queue doctor to the operator with the admin key', async () => {
+    const d = await signedIn('/operator');
+    const { page } = d;
+    await page.getByLabel('Admin key').fill('wrong-key');
+    await page.getByRole('button', { name: 'Open the doctor' }).click();
+    await page.getByRole('alert').waitFor();
+    await page.getByLabel('Admin key').fill('test-admin-key');
+    await page.getByRole('button', { name: 'Open the doctor' }).click();
+    const doctor = page.getByTestId('doctor');
+    await doctor.locator('tr[data-check="oldest_transaction_age_seconds"]').waitFor();
+    await doctor.locator('tr[data-check="dead_tuples:jobs"]').waitFor();
+    await d.screenshot('operator');
+    d.assertNoConsoleErrors([/status of 401/]);
+  });
+
   it('creates a key limited to queues and a role', async () => {
     const d = await dashboard();
     const { page } = d;

@@ -170,7 +170,7 @@ describe('workflow reads', () => {
     assert.equal(detail.status, 'running');
     // What the official Spooled dashboard's workflow page reads, beside the counters.
     assert.deepEqual(detail.jobs.map((j: { key: string }) => j.key), ['A', 'B', 'C', 'D']);
-    const edge = (parent: string, child: string) => ({ parent_job_id: id[parent], child_job_id: id[child], dependency_type: 'completion' });
+    const edge = (parent: keyof typeof id, child: keyof typeof id) => ({ parent_job_id: id[parent], child_job_id: id[child], dependency_type: 'completion' });
     const byPair = (e: { parent_job_id: string; child_job_id: string }) => `${e.parent_job_id}>${e.child_job_id}`;
     assert.deepEqual([...detail.dependencies].sort((a, b) => byPair(a).localeCompare(byPair(b))), [edge('A', 'B'), edge('A', 'C'), edge('B', 'D'), edge('C', 'D')].sort((a, b) => byPair(a).localeCompare(byPair(b))));
     assert.deepEqual(detail.progress, { total: 4, completed: 0, failed: 0, pending: 3, processing: 1 });

@@ -11,6 +11,7 @@ import type { Config } from './config.js';
 import type { CompleteBatcher } from './complete-batcher.js';
 import type { EnqueueBatcher } from './enqueue-batcher.js';
 import { requireAuth } from './http/auth.js';
+import { installCanonicalIds } from './http/canonical-ids.js';
 import { installCors } from './http/cors.js';
 import { requireAuthorization } from './http/route-authorization.js';
 import { installErrorHandler } from './http/errors.js';
@@ -177,6 +178,7 @@ export async function buildApp(ctx: AppContext): Promise<FastifyInstance> {
   });
   installValidators(app);
   installJsonBodyParser(app);
+  installCanonicalIds(app);
   installErrorHandler(app);
   // Before the listener stops and in-flight requests are awaited: waiting
   // long polls answer now instead of holding shutdown for up to 30 s.

@@ -28,7 +28,7 @@ function isObject(value: unknown): value is Record<string, unknown> {
 }
 
 /** Rewrites the id fields of one request in place (params, query and JSON body). */
-export function canonicalizeRequestIds(request: Pick<FastifyRequest, 'params' | 'query' | 'body' | 'routeOptions'>): void {
+export function canonicalizeRequestIds(request: Pick<FastifyRequest, 'params' | 'query' | 'body' | 'routeOptions'>, withBody = true): void {
   const params = request.params;
   if (isObject(params)) for (const key of Object.keys(params)) if (ID_PARAMS.has(key)) params[key] = canonicalId(params[key]);
   const query = request.query;
@@ -41,7 +41,7 @@ export function canonicalizeRequestIds(request: Pick<FastifyRequest, 'params' | 
     }
   }
   const body = request.body;
-  if (!isObject(body)) return;
+  if (!withBody || !isObject(body)) return;
   canonicalFields(body);
   // POST /jobs/{id}/dependencies names jobs by id in `depends_on` (the backend's spelling); workflows name keys there, inside `jobs`.
   if (Array.isArray(body.depends_on) && request.routeOptions.url?.endsWith('/dependencies')) body.depends_on = body.depends_on.map((entry) => canonicalId(entry));
@@ -60,7 +60,6 @@ export function canonicalizeRequestIds(request: Pick<FastifyRequest, 'params' | 
 export function installCanonicalIds(app: FastifyInstance): void {
   app.addHook('preValidation', async (request) => {
     // An ingested body is the job's payload, stored byte for byte: its fields are not ours to respell.
-    if (request.routeOptions.url?.startsWith('/api/v1/webhooks/')) return;
-    canonicalizeRequestIds(request);
+    canonicalizeRequestIds(request, !request.routeOptions.url?.startsWith('/api/v1/webhooks/'));
   });
 }

@@ -21,3 +21,15 @@ const UUID_PATTERN = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{
 export function isUuid(value: unknown): value is string {
   return typeof value === 'string' && UUID_PATTERN.test(value);
 }
+
+/**
+ * The one spelling of an id: a UUID-shaped string in lower case (how
+ * PostgreSQL prints a uuid), anything else unchanged. PostgreSQL reads
+ * `ABC…` and `abc…` as the same uuid, but ids are also compared as text (a
+ * lease against the job's, a result against its item), so an id is
+ * canonicalized where it enters: REST requests and gRPC calls
+ * (packages/server/src/http/canonical-ids.ts).
+ */
+export function canonicalId<T>(value: T): T {
+  return (isUuid(value) ? value.toLowerCase() : value) as T;
+}

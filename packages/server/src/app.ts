@@ -11,6 +11,8 @@ import type { Config } from './config.js';
 import type { CompleteBatcher } from './complete-batcher.js';
 import type { EnqueueBatcher } from './enqueue-batcher.js';
 import { requireAuth } from './http/auth.js';
+import { installCanonicalIds } from './http/canonical-ids.js';
+import { installCors } from './http/cors.js';
 import { requireAuthorization } from './http/route-authorization.js';
 import { installErrorHandler } from './http/errors.js';
 import { answerBadHandshakes, answerExpectations, clientErrorHandler, frameworkErrors } from './http/framework-errors.js';
@@ -176,6 +178,7 @@ export async function buildApp(ctx: AppContext): Promise<FastifyInstance> {
   });
   installValidators(app);
   installJsonBodyParser(app);
+  installCanonicalIds(app);
   installErrorHandler(app);
   // Before the listener stops and in-flight requests are awaited: waiting
   // long polls answer now instead of holding shutdown for up to 30 s.
@@ -197,6 +200,9 @@ export async function buildApp(ctx: AppContext): Promise<FastifyInstance> {
     reply.header('x-request-id', request.id);
     reply.header('x-api-version', '1');
   });
+
+  // Before the API scopes' hooks: a preflight carries no credentials and is answered before authentication.
+  await installCors(app, ctx.config);
 
   await app.register(swagger, {
     openapi: {

@@ -85,6 +85,12 @@ export interface Config {
   httpHeadersTimeoutMs: number;
   /** How long an idle keep-alive connection is kept open between requests. */
   httpKeepAliveTimeoutMs: number;
+  /**
+   * Browser origins (scheme://host[:port]) that may call the API from
+   * another site, e.g. a dashboard served elsewhere; `*` = any origin
+   * (without credentials). Empty = same-origin only.
+   */
+  corsOrigins: string[];
 }
 
 function int(env: NodeJS.ProcessEnv, name: string, fallback: number, min: number, max: number): number {
@@ -129,6 +135,26 @@ function networks(env: NodeJS.ProcessEnv, name: string): Network[] {
       throw new Error(`${name}: ${(err as Error).message}; separate networks with commas`);
     }
   });
+}
+
+function origins(env: NodeJS.ProcessEnv, name: string): string[] {
+  const raw = env[name];
+  if (raw === undefined || raw.trim() === '') return [];
+  const entries = raw.split(',').map((entry) => entry.trim()).filter((entry) => entry !== '');
+  for (const entry of entries) {
+    if (entry === '*') continue;
+    let url: URL | null = null;
+    try {
+      url = new URL(entry);
+    } catch {
+      url = null;
+    }
+    // A browser sends the Origin header as exactly scheme://host[:port]; anything else would never match.
+    if (!url || (url.protocol !== 'http:' && url.protocol !== 'https:') || url.pathname !== '/' || url.search !== '' || url.hash !== '' || url.username !== '' || entry.endsWith('/')) {
+      throw new Error(`${name}: "${entry}" is not an origin; give scheme://host[:port] without a path (e.g. https://dashboard.example.com), separated by commas, or *`);
+    }
+  }
+  return entries.map((entry) => (entry === '*' ? entry : new URL(entry).origin));
 }
 
 function secretsKey(env: NodeJS.ProcessEnv, name: string): Buffer | null {
@@ -199,6 +225,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     authCacheMs: int(env, 'AUTH_CACHE_MS', 0, 0, 60_000),
     webhookAllowedNetworks: networks(env, 'WEBHOOK_ALLOWED_NETWORKS'),
     webhookAllowHttp: bool(env, 'WEBHOOK_ALLOW_HTTP', false),
+    corsOrigins: origins(env, 'CORS_ORIGINS'),
     ...httpTimeouts(env),
   };
 }

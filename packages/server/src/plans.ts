@@ -5,6 +5,8 @@
  * An organization's `custom_limits` JSON overrides any key of its tier.
  */
 
+import { LIMITS } from '@spool/protocol';
+
 export const PLAN_TIERS = ['free', 'starter', 'pro', 'enterprise', 'unlimited'] as const;
 export type PlanTier = (typeof PLAN_TIERS)[number];
 
@@ -62,6 +64,52 @@ const PLANS: Record<PlanTier, PlanLimits> = {
   },
 };
 
+/**
+ * Stands for "no limit" where both official SDKs' models want an integer
+ * (the largest int32, which every client's integer type holds).
+ */
+export const NO_LIMIT_INT = 2_147_483_647;
+
+/** PlanLimits keys the Python SDK requires as integers (the `max_*` counts may be null). */
+const INTEGER_REQUIRED = ['rate_limit_requests_per_second', 'rate_limit_burst', 'job_retention_days', 'history_retention_days'] as const;
+
+/** A plan as sent to clients: the contract's PlanLimits plus Spool's extensions. */
+export interface WirePlanLimits extends PlanLimits {
+  /** The tier as Spool stores and accepts it (`unlimited` included), for admin clients that change plans. */
+  spool_tier: string;
+  /** True for Spool's `unlimited` plan, sent as tier `enterprise`. */
+  unlimited: boolean;
+  /** Integer fields whose value (NO_LIMIT_INT) means "no limit". */
+  no_limit: string[];
+}
+
+/**
+ * The plan tier clients are told: one of the contract's four. Spool's own
+ * `unlimited` is `enterprise` on the wire (the SDKs' models accept only the
+ * contract's tiers); `deleted` (admin soft delete, in the contract) stays.
+ */
+export function wirePlanTier(tier: string): string {
+  return tier === 'unlimited' ? 'enterprise' : tier;
+}
+
+/**
+ * PlanLimits in a shape both official SDKs accept: the `max_*` counts keep
+ * null for "no limit"; the payload limit is the real cap (the request
+ * body's, when the plan has none); rate and retention limits that are null
+ * become NO_LIMIT_INT, listed in `no_limit`.
+ */
+export function planLimitsToWire(limits: PlanLimits): WirePlanLimits {
+  const out: WirePlanLimits = { ...limits, tier: wirePlanTier(limits.tier), spool_tier: limits.tier, unlimited: limits.tier === 'unlimited', no_limit: [] };
+  // Without a plan limit a payload is still bounded by the request's own cap (413 above it).
+  out.max_payload_size_bytes = limits.max_payload_size_bytes ?? LIMITS.payloadBytesMax;
+  for (const key of INTEGER_REQUIRED) {
+    if (limits[key] !== null) continue;
+    out[key] = NO_LIMIT_INT;
+    out.no_limit.push(key);
+  }
+  return out;
+}
+
 /** Tier to suggest in a LIMIT_EXCEEDED answer. */
 const UPGRADE_TO: Record<PlanTier, PlanTier | null> = { free: 'starter', starter: 'pro', pro: 'enterprise', enterprise: null, unlimited: null };
 
@@ -71,7 +119,7 @@ export function isPlanTier(value: unknown): value is PlanTier {
   return typeof value === 'string' && (PLAN_TIERS as readonly string[]).includes(value);
 }
 
-/** Every plan, in upgrade order (GET /admin/plans). */
+/** Every plan, in upgrade order (GET /admin/plans; serialize with planLimitsToWire). */
 export function allPlans(): PlanLimits[] {
   return PLAN_TIERS.map((tier) => ({ ...PLANS[tier] }));
 }

@@ -46,7 +46,9 @@ describe('admin organizations', () => {
     const usage = await server.request('GET', '/api/v1/organizations/usage', { auth: created.body.api_key.key });
     assert.equal(usage.body.plan, 'pro');
     const defaulted = await admin('POST', '/organizations', { name: 'Default Plan', slug: slug('default-plan') });
-    assert.equal(defaulted.body.organization.plan_tier, 'unlimited', "the server's DEFAULT_PLAN");
+    // The server's DEFAULT_PLAN, unlimited: tier enterprise on the wire (the SDKs' models know only the contract's four).
+    assert.deepEqual([defaulted.body.organization.plan_tier, defaulted.body.organization.unlimited], ['enterprise', true]);
+    assert.equal(created.body.organization.unlimited, false);
     for (const body of [{ name: 'X Co', slug: slug('x'), plan_tier: 'platinum' }, { name: 'X Co', slug: 'admin' }, { name: 'X Co' }]) {
       assert.equal((await admin('POST', '/organizations', body)).status, 400, JSON.stringify(body));
     }
@@ -66,7 +68,7 @@ describe('admin organizations', () => {
     assert.equal(page.body.limit, 2);
     assert.deepEqual(page.body.organizations.map((o: { name: string }) => o.name), [`Alpha ${marker}`, `Mid ${marker}`]);
     const row = page.body.organizations[0];
-    assert.deepEqual(Object.keys(row).sort(), ['billing_email', 'created_at', 'id', 'name', 'plan_tier', 'slug', 'updated_at', 'usage']);
+    assert.deepEqual(Object.keys(row).sort(), ['billing_email', 'created_at', 'id', 'name', 'plan_tier', 'slug', 'unlimited', 'updated_at', 'usage']);
     assert.deepEqual(Object.keys(row.usage).sort(), ['active_jobs', 'api_keys', 'jobs_today', 'queues', 'workers']);
     assert.equal(row.usage.api_keys, 1);
     const next = await admin('GET', `/organizations?search=${marker}&sort_by=name&sort_order=asc&limit=2&offset=2`);
@@ -87,7 +89,7 @@ describe('admin organizations', () => {
     for (let i = 0; i < 3; i += 1) assert.equal((await server.request('POST', '/api/v1/jobs', { auth: key, body: { queue_name: 'q', payload: { i } } })).status, 201);
     const detail = await admin('GET', `/organizations/${created.body.organization.id}`);
     assert.equal(detail.status, 200);
-    assert.deepEqual(Object.keys(detail.body).sort(), ['api_keys_count', 'billing_email', 'created_at', 'custom_limits', 'id', 'name', 'plan_tier', 'settings', 'slug', 'total_jobs', 'updated_at', 'usage_info']);
+    assert.deepEqual(Object.keys(detail.body).sort(), ['api_keys_count', 'billing_email', 'created_at', 'custom_limits', 'id', 'name', 'plan_tier', 'settings', 'slug', 'total_jobs', 'unlimited', 'updated_at', 'usage_info']);
     assert.equal(detail.body.total_jobs, 3);
     assert.equal(detail.body.api_keys_count, 1);
     assert.equal(detail.body.usage_info.usage.jobs_today.current, 3);
@@ -175,10 +177,12 @@ describe('admin stats and plans', () => {
     assert.equal(sum, rows[0]!.n);
   });
 
-  it('GET /admin/plans lists the contract tiers plus unlimited, every key present', async () => {
+  it('GET /admin/plans lists the contract tiers plus unlimited (as enterprise on the wire), every key present', async () => {
     const plans = await admin('GET', '/plans');
     assert.equal(plans.status, 200);
-    assert.deepEqual(plans.body.map((p: { tier: string }) => p.tier), ['free', 'starter', 'pro', 'enterprise', 'unlimited']);
+    assert.deepEqual(plans.body.map((p: { tier: string }) => p.tier), ['free', 'starter', 'pro', 'enterprise', 'enterprise']);
+    assert.deepEqual(plans.body.map((p: { spool_tier: string }) => p.spool_tier), ['free', 'starter', 'pro', 'enterprise', 'unlimited']);
+    assert.deepEqual(plans.body.map((p: { unlimited: boolean }) => p.unlimited), [false, false, false, false, true]);
     const free = plans.body[0];
     assert.equal(free.max_active_jobs, 10);
     assert.equal(free.max_queues, 2);
@@ -189,7 +193,14 @@ describe('admin stats and plans', () => {
     assert.ok('max_jobs_per_day' in enterprise);
     assert.equal(enterprise.max_jobs_per_day, null);
     assert.equal(enterprise.rate_limit_burst, 1000);
-    for (const plan of plans.body) assert.equal(Object.keys(plan).length, 15);
-    assert.ok(Object.values(plans.body[4]).filter((v) => v === null).length === 13, 'unlimited: every limit null');
+    for (const plan of plans.body) assert.equal(Object.keys(plan).length, 18);
+    const unlimited = plans.body[4];
+    assert.equal(unlimited.display_name, 'Unlimited (self-hosted)');
+    assert.equal(Object.values(unlimited).filter((v) => v === null).length, 8, 'unlimited: every max_* count null');
+    // Integers where the Python SDK's model requires them: the real body cap, and int32 max for "none".
+    assert.equal(unlimited.max_payload_size_bytes, 1024 * 1024);
+    assert.deepEqual([unlimited.rate_limit_requests_per_second, unlimited.rate_limit_burst, unlimited.job_retention_days, unlimited.history_retention_days], [2147483647, 2147483647, 2147483647, 2147483647]);
+    assert.deepEqual(unlimited.no_limit, ['rate_limit_requests_per_second', 'rate_limit_burst', 'job_retention_days', 'history_retention_days']);
+    for (const plan of plans.body.slice(0, 4)) assert.deepEqual(plan.no_limit, [], plan.tier);
   });
 });

@@ -9,7 +9,7 @@ before(async () => {
 });
 after(async () => server.close());
 
-const SUMMARY_KEYS = ['completed_at', 'created_at', 'id', 'priority', 'queue_name', 'retry_count', 'scheduled_at', 'started_at', 'status'];
+const SUMMARY_KEYS = ['attempt', 'completed_at', 'created_at', 'id', 'max_retries', 'priority', 'queue_name', 'retry_count', 'scheduled_at', 'started_at', 'status'];
 
 describe('GET /api/v1/jobs', () => {
   let ids: string[];
@@ -28,6 +28,14 @@ describe('GET /api/v1/jobs', () => {
     assert.deepEqual(Object.keys(res.body[0]).sort(), SUMMARY_KEYS);
     const mine = res.body.filter((j: any) => ids.includes(j.id)).map((j: any) => j.id);
     assert.deepEqual(mine, [...ids].reverse());
+  });
+
+  it('gives each row attempt (= retry_count) and max_retries, which the official Spooled dashboard shows as attempt / max', async () => {
+    const id = await enqueue(server, { queue_name: 'list-attempt', max_retries: 7 });
+    const [claimed] = await claim(server, { queue_name: 'list-attempt' });
+    await server.request('POST', `/api/v1/jobs/${id}/fail`, { body: { worker_id: 'w1', lease_id: claimed.lease_id, error: 'once' } });
+    const row = (await server.request('GET', '/api/v1/jobs?queue_name=list-attempt')).body[0];
+    assert.deepEqual({ retry_count: row.retry_count, attempt: row.attempt, max_retries: row.max_retries }, { retry_count: 1, attempt: 1, max_retries: 7 });
   });
 
   it('filters by queue_name, status and tag; ignores an invalid status', async () => {

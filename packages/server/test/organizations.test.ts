@@ -11,7 +11,7 @@ after(async () => server.close());
 
 const ORGANIZATION_KEYS = [
   'billing_email', 'created_at', 'custom_limits', 'id', 'name', 'plan_tier', 'settings', 'slug', 'stripe_cancel_at_period_end',
-  'stripe_current_period_end', 'stripe_customer_id', 'stripe_subscription_id', 'stripe_subscription_status', 'updated_at',
+  'stripe_current_period_end', 'stripe_customer_id', 'stripe_subscription_id', 'stripe_subscription_status', 'unlimited', 'updated_at',
 ];
 
 const uniqueSlug = (prefix = 'acme') => `${prefix}-${randomBytes(3).toString('hex')}`;
@@ -36,7 +36,7 @@ describe('POST /organizations (public registration)', () => {
     assert.match(response.body.api_key.key, /^sk_test_[A-Za-z0-9_-]{43}$/);
     const me = await server.request('GET', '/api/v1/organizations', { auth: response.body.api_key.key });
     assert.equal(me.status, 200);
-    assert.deepEqual(me.body, [{ id: response.body.organization.id, name: 'Acme Inc', slug, plan_tier: 'free', created_at: response.body.organization.created_at }]);
+    assert.deepEqual(me.body, [{ id: response.body.organization.id, name: 'Acme Inc', slug, plan_tier: 'free', created_at: response.body.organization.created_at, unlimited: false }]);
     const keys = await server.request('GET', '/api/v1/api-keys', { auth: response.body.api_key.key });
     assert.deepEqual(keys.body[0].queues, ['*']);
   });
@@ -88,7 +88,7 @@ describe('POST /organizations (public registration)', () => {
       assert.equal(wrong.status, 403);
       const allowed = await closed.request('POST', '/api/v1/organizations', { body, auth: null, headers: { 'x-admin-key': 'test-admin-key' } });
       assert.equal(allowed.status, 201);
-      assert.equal(allowed.body.organization.plan_tier, 'unlimited', 'the default plan of that server');
+      assert.deepEqual([allowed.body.organization.plan_tier, allowed.body.organization.unlimited], ['enterprise', true], 'the default plan of that server, unlimited');
     } finally {
       await closed.close();
     }

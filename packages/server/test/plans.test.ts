@@ -46,7 +46,7 @@ describe('usage and limits (GET /organizations/usage)', () => {
     assert.equal(usage.body.limits.max_active_jobs, 10);
     assert.equal(usage.body.limits.max_queues, 2);
     assert.equal(usage.body.limits.max_workers, 1);
-    assert.equal(Object.keys(usage.body.limits).length, 15);
+    assert.equal(Object.keys(usage.body.limits).length, 18);
     assert.deepEqual(Object.keys(usage.body.usage).sort(), ['active_jobs', 'api_keys', 'jobs_today', 'queues', 'schedules', 'webhooks', 'workers', 'workflows']);
     assert.deepEqual(usage.body.usage.workflows, { current: 0, limit: 0, percentage: null, is_disabled: true, enforced: true });
     assert.deepEqual(usage.body.usage.api_keys, { current: 1, limit: 2, percentage: 50, is_disabled: false, enforced: true });
@@ -83,8 +83,18 @@ describe('usage and limits (GET /organizations/usage)', () => {
     const org = await orgOn('unlimited');
     for (let i = 0; i < 2; i += 1) await enqueue(org.apiKey);
     const usage = (await server.request('GET', '/api/v1/organizations/usage', { auth: org.apiKey })).body;
-    assert.equal(usage.plan, 'unlimited');
-    assert.equal(usage.limits.max_payload_size_bytes, null);
+    // In a shape both official SDKs accept: tier enterprise, integers for payload, rate and retention.
+    assert.equal(usage.plan, 'enterprise');
+    assert.equal(usage.plan_display_name, 'Unlimited (self-hosted)');
+    assert.deepEqual([usage.limits.tier, usage.limits.spool_tier, usage.limits.unlimited], ['enterprise', 'unlimited', true]);
+    assert.equal(usage.limits.max_payload_size_bytes, 1024 * 1024, 'the request body cap');
+    for (const key of ['rate_limit_requests_per_second', 'rate_limit_burst', 'job_retention_days', 'history_retention_days']) {
+      assert.equal(usage.limits[key], 2147483647, key);
+      assert.ok(usage.limits.no_limit.includes(key), key);
+    }
+    assert.equal(usage.limits.max_active_jobs, null, 'counts keep null for no limit');
+    const summary = (await server.request('GET', '/api/v1/organizations', { auth: org.apiKey })).body[0];
+    assert.deepEqual([summary.plan_tier, summary.unlimited], ['enterprise', true]);
     assert.deepEqual(usage.usage.jobs_today, { current: 2, limit: null, percentage: null, is_disabled: false, enforced: true });
     assert.deepEqual(usage.warnings, []);
   });
@@ -169,6 +179,7 @@ describe('billing', () => {
     assert.equal(status.status, 200);
     assert.deepEqual(status.body, {
       plan_tier: 'starter',
+      unlimited: false,
       stripe_subscription_id: null,
       stripe_subscription_status: null,
       stripe_current_period_end: null,

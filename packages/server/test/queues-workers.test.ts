@@ -66,6 +66,26 @@ describe('queues', () => {
     assertError(await req('GET', '/queues/zeta'), 404, 'NOT_FOUND');
   });
 
+  it('GET /queues/{name} of a queue with jobs but no config answers its defaults under a stable id, without creating a row', async () => {
+    const other = await server.createOrganization();
+    const h = (m: string, p: string, b?: unknown) => server.request(m, `/api/v1${p}`, { body: b, auth: other.apiKey });
+    assert.equal((await h('POST', '/jobs', { queue_name: 'implicit-q', payload: {} })).status, 201);
+    const first = await h('GET', '/queues/implicit-q');
+    assert.equal(first.status, 200, first.text);
+    assert.deepEqual(
+      { ...first.body, id: undefined, created_at: undefined, updated_at: undefined },
+      { id: undefined, organization_id: other.organizationId, queue_name: 'implicit-q', max_retries: 3, default_timeout: 300, rate_limit: null, enabled: true, settings: {}, created_at: undefined, updated_at: undefined, paused_at: null, pause_reason: null, backoff_base_ms: 1000, backoff_max_ms: 60000, backoff_jitter_ms: 500, concurrency_limit: null, configured: false },
+    );
+    assert.match(first.body.id, /^[0-9a-f-]{36}$/);
+    assert.equal((await h('GET', '/queues/implicit-q')).body.id, first.body.id, 'the same id on every read');
+    assert.deepEqual((await h('GET', '/queues')).body, [], 'no config row was created');
+    assert.equal((await h('GET', '/organizations/usage')).body.usage.queues.current, 0, 'it does not count against max_queues');
+    assertError(await req('GET', '/queues/implicit-q'), 404, 'NOT_FOUND');
+    const configured = await h('PUT', '/queues/implicit-q/config', { max_retries: 5 });
+    assert.equal(configured.body.configured, true);
+    assert.equal((await h('GET', '/queues/implicit-q')).body.max_retries, 5);
+  });
+
   it('GET /queues/{name}/stats has the contract fields and works for unconfigured queues', async () => {
     const zeros = await req('GET', '/queues/never-used/stats');
     assert.equal(zeros.status, 200);
@@ -122,7 +142,8 @@ describe('queues', () => {
     const res = await req('DELETE', '/queues/del-q');
     assert.equal(res.status, 204);
     assert.equal(res.text, '');
-    assertError(await req('GET', '/queues/del-q'), 404, 'NOT_FOUND');
+    // The config is gone; the queue still has its (cancelled) job, so it reads as defaults.
+    assert.equal((await req('GET', '/queues/del-q')).body.configured, false);
     assertError(await req('DELETE', '/queues/del-q'), 404, 'NOT_FOUND');
     assert.equal((await req('GET', `/jobs/${id}`)).status, 200, 'jobs are not deleted with the config');
   });
@@ -145,9 +166,11 @@ describe('workers', () => {
     assert.ok(Number.isInteger(res.body.heartbeat_interval_secs) && res.body.heartbeat_interval_secs > 0);
     const worker = (await req('GET', `/workers/${res.body.id}`)).body;
     assert.deepEqual(Object.keys(worker).sort(), [
-      'current_jobs', 'hostname', 'id', 'last_heartbeat', 'max_concurrency', 'metadata', 'organization_id', 'queue_name', 'queue_names',
-      'registered_at', 'status', 'updated_at', 'version', 'worker_type',
+      'created_at', 'current_job_count', 'current_jobs', 'hostname', 'id', 'last_heartbeat', 'max_concurrency', 'max_concurrent_jobs', 'metadata',
+      'organization_id', 'queue_name', 'queue_names', 'registered_at', 'status', 'updated_at', 'version', 'worker_type',
     ]);
+    // The official Spooled dashboard reads these names for the same values.
+    assert.deepEqual([worker.created_at, worker.max_concurrent_jobs, worker.current_job_count], [worker.registered_at, 5, 0]);
     assert.equal(worker.status, 'healthy');
     assert.deepEqual(worker.metadata, { Region: 'eu' });
     assert.equal(worker.version, '1.0.40');

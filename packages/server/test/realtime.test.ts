@@ -210,6 +210,35 @@ describe('WebSocket /api/v1/ws', () => {
     }
   });
 
+  it("accepts cmd, command and type in any case and answers a requestId as the Python SDK expects", async () => {
+    const { ws, messages, next } = await connect(`?token=${jwt}`);
+    try {
+      await next((m) => m.type === 'Ping');
+      ws.send(JSON.stringify({ type: 'subscribe', requestId: 'r1', queue: 'ws-py' }));
+      assert.deepEqual(await next((m) => m.requestId === 'r1'), { type: 'subscribed', requestId: 'r1', queue: 'ws-py', job_id: null });
+      const wanted = await createJob('ws-py');
+      const skipped = await createJob('ws-py-other');
+      assert.equal((await next((m) => m.type === 'JobCreated')).data.job_id, wanted, 'the subscription took effect');
+      ws.send(JSON.stringify({ command: 'PING', requestId: 'r2' }));
+      assert.equal((await next((m) => m.requestId === 'r2')).type, 'pong');
+      ws.send(JSON.stringify({ Type: 'x', type: 'UnSubscribe', requestId: 'r3' }));
+      assert.equal((await next((m) => m.requestId === 'r3')).type, 'unsubscribed');
+      ws.send(JSON.stringify({ type: 'dance', requestId: 'r4' }));
+      const error = await next((m) => m.requestId === 'r4');
+      assert.equal(error.type, 'error');
+      assert.match(error.error, /Unknown command "dance"/);
+      // The contract's spelling: no acknowledgement without a requestId, a Ping event for Ping.
+      const before = messages.length;
+      ws.send(JSON.stringify({ cmd: 'Subscribe', queue: 'ws-py' }));
+      ws.send(JSON.stringify({ cmd: 'Ping' }));
+      await next((m) => m.type === 'Ping' && messages.indexOf(m) >= before);
+      assert.ok(!messages.slice(before).some((m) => m.type === 'subscribed'));
+      assert.ok(!messages.some((m) => m.data?.job_id === skipped));
+    } finally {
+      ws.close();
+    }
+  });
+
   it('refuses the upgrade with 401 without a valid token', async () => {
     await assert.rejects(connect('?token=eyJbad'), (err: { statusCode?: number }) => err.statusCode === 401);
     await assert.rejects(connect(''), (err: { statusCode?: number }) => err.statusCode === 401);

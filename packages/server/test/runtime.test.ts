@@ -33,7 +33,8 @@ describe('first start', () => {
       assert.match(messages[0]!, new RegExp(`curl .*Bearer ${key}.*/api/v1/dashboard`));
       const usage = await fetch(`${spool.url}/api/v1/organizations/usage`, { headers: { authorization: `Bearer ${key}` } });
       assert.equal(usage.status, 200);
-      assert.equal(((await usage.json()) as { plan: string }).plan, 'unlimited');
+      const info = (await usage.json()) as { plan: string; limits: { unlimited: boolean } };
+      assert.deepEqual([info.plan, info.limits.unlimited], ['enterprise', true], 'the unlimited plan, as the SDKs can read it');
     } finally {
       await spool.stop();
     }

@@ -166,7 +166,14 @@ describe('workflow reads', () => {
     assert.equal(one.body.key, 'B');
 
     await worker.claim('wf-reads', 1);
-    assert.equal((await server.request('GET', `/api/v1/workflows/${workflowId}`)).body.status, 'running');
+    const detail = (await server.request('GET', `/api/v1/workflows/${workflowId}`)).body;
+    assert.equal(detail.status, 'running');
+    // What the official Spooled dashboard's workflow page reads, beside the counters.
+    assert.deepEqual(detail.jobs.map((j: { key: string }) => j.key), ['A', 'B', 'C', 'D']);
+    const edge = (parent: keyof typeof id, child: keyof typeof id) => ({ parent_job_id: id[parent], child_job_id: id[child], dependency_type: 'completion' });
+    const byPair = (e: { parent_job_id: string; child_job_id: string }) => `${e.parent_job_id}>${e.child_job_id}`;
+    assert.deepEqual([...detail.dependencies].sort((a, b) => byPair(a).localeCompare(byPair(b))), [edge('A', 'B'), edge('A', 'C'), edge('B', 'D'), edge('C', 'D')].sort((a, b) => byPair(a).localeCompare(byPair(b))));
+    assert.deepEqual(detail.progress, { total: 4, completed: 0, failed: 0, pending: 3, processing: 1 });
 
     assert.equal((await server.request('GET', '/api/v1/workflows/not-a-uuid')).status, 404);
     assert.equal((await server.request('GET', '/api/v1/workflows/00000000-0000-4000-8000-000000000000/jobs')).status, 404);

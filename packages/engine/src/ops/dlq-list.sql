@@ -1,6 +1,6 @@
 -- Dead-lettered jobs of an organization (optionally one queue; $5: the caller's
 -- queues as LIKE patterns, NULL = all), newest first.
-SELECT id, queue_name, status, priority, retry_count, created_at, scheduled_at, started_at, completed_at,
+SELECT id, queue_name, status, priority, retry_count, max_retries, created_at, scheduled_at, started_at, completed_at,
        last_error, payload
 FROM spool.jobs
 WHERE organization_id = $1

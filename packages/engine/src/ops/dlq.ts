@@ -10,6 +10,7 @@ export interface DlqJob {
   status: 'deadletter';
   priority: number;
   retry_count: number;
+  max_retries: number;
   created_at: Date;
   scheduled_at: Date | null;
   started_at: Date | null;

@@ -2,7 +2,7 @@
 -- tag key. The ORDER BY placeholder is replaced at load time by one entry of the fixed
 -- whitelist in job-read.ts, giving one named statement per ordering (so the
 -- default ordering keeps using jobs_org_created_idx).
-SELECT id, queue_name, status, priority, retry_count, created_at, scheduled_at, started_at, completed_at
+SELECT id, queue_name, status, priority, retry_count, max_retries, created_at, scheduled_at, started_at, completed_at
 FROM spool.jobs
 WHERE organization_id = $1
   AND ($2::text IS NULL OR queue_name = $2::text)

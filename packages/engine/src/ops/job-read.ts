@@ -28,7 +28,7 @@ for (const column of JOB_ORDER_COLUMNS) {
   }
 }
 
-export type JobSummaryRow = Pick<JobRow, 'id' | 'queue_name' | 'status' | 'priority' | 'retry_count' | 'created_at' | 'scheduled_at' | 'started_at' | 'completed_at'>;
+export type JobSummaryRow = Pick<JobRow, 'id' | 'queue_name' | 'status' | 'priority' | 'retry_count' | 'max_retries' | 'created_at' | 'scheduled_at' | 'started_at' | 'completed_at'>;
 
 export interface JobListParams {
   organizationId: string;

@@ -66,6 +66,18 @@ export async function queueGet(db: Queryable, organizationId: string, queueName:
   return rows[0] ?? null;
 }
 
+const getEffective = sqlFile(import.meta.url, './queue-get-effective.sql');
+
+/**
+ * A queue's config; for a queue that has jobs but no config row, its
+ * defaults (`configured: false`, a stable id, nothing written); null when
+ * the queue has neither.
+ */
+export async function queueGetEffective(db: Queryable, organizationId: string, queueName: string): Promise<(QueueConfigRow & { configured: boolean }) | null> {
+  const rows = await run<QueueConfigRow & { configured: boolean }>(db, getEffective, [organizationId, queueName]);
+  return rows[0] ?? null;
+}
+
 /** `deleted`, or why not: no config row (`not_found`) or unfinished jobs (`busy`). Jobs are never deleted. */
 export async function queueDelete(db: Queryable, organizationId: string, queueName: string): Promise<'deleted' | 'not_found' | 'busy'> {
   const rows = await run<{ existed: boolean; busy: boolean; deleted: boolean }>(db, remove, [organizationId, queueName]);

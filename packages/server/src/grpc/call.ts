@@ -1,6 +1,7 @@
 import type { Metadata, sendUnaryData, ServerUnaryCall } from '@grpc/grpc-js';
 import type { AppContext } from '../app.js';
 import { authorize, LiveAuthorization, type Grant, type Operation } from '../authorization.js';
+import { canonicalId } from '@spool/engine';
 import { authenticate, type AuthContext } from '../http/auth.js';
 import { toGrpcFailure, toServiceError } from './errors.js';
 
@@ -36,6 +37,17 @@ export async function authorizeStream(ctx: GrpcContext, metadata: Metadata): Pro
   return new LiveAuthorization(await authenticate(ctx, credential), () => authenticate(ctx, credential));
 }
 
+/** Id fields of the spooled.v1 requests; `worker_id` is free text and stays as sent. */
+const ID_FIELDS = ['job_id', 'lease_id', 'parent_job_id'] as const;
+
+/** One spelling of each id before any handler sees the request (engine ids.ts, canonicalId). */
+export function canonicalizeCallIds<Req>(request: Req): Req {
+  if (request === null || typeof request !== 'object') return request;
+  const fields = request as Record<string, unknown>;
+  for (const key of ID_FIELDS) if (typeof fields[key] === 'string') fields[key] = canonicalId(fields[key]);
+  return request;
+}
+
 /**
  * A unary handler that authenticates, authorizes `operation` (the same
  * decision as REST's), runs `handler` and maps any thrown error to a status.
@@ -48,7 +60,7 @@ export function unary<Req, Res>(
 ): (call: ServerUnaryCall<Req, Res>, callback: sendUnaryData<Res>) => void {
   return (call, callback) => {
     authenticateCall(ctx, call.metadata)
-      .then((auth) => handler(authorize(auth, operation), call.request))
+      .then((auth) => handler(authorize(auth, operation), canonicalizeCallIds(call.request)))
       .then(
         (response) => callback(null, response),
         (err: unknown) => callback(toServiceError(toGrpcFailure(err, ctx.logger, method))),

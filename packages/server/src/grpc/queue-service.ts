@@ -136,8 +136,7 @@ export async function complete(ctx: GrpcContext, grant: Grant, request: Complete
   if (result !== undefined && jsonBytes(result) > LIMITS.payloadBytesMax) {
     throw new PayloadTooLargeError(`result exceeds ${LIMITS.payloadBytesMax} bytes`, { field: 'result' });
   }
-  // Ids are compared as text in places: one canonical spelling.
-  const outcome = await ctx.completeBatcher.complete(auth.organizationId, { id: request.job_id.toLowerCase(), workerId, leaseId: optionalString(request.lease_id), result });
+  const outcome = await ctx.completeBatcher.complete(auth.organizationId, { id: request.job_id, workerId, leaseId: optionalString(request.lease_id), result });
   ctx.metrics.observeCompletedOutcomes(auth.organizationId, [outcome]);
   if (!outcome.ok) throw fenceError(outcome.reason);
   return { success: true };

@@ -1,6 +1,7 @@
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import type { WebSocket } from 'ws';
 import { RateLimitError } from '@spool/protocol';
+import { canonicalId } from '@spool/engine';
 import { RealtimeAuthorization } from './authorization.js';
 import { errorBody } from '../http/errors.js';
 import type { Closable } from './connections.js';
@@ -53,39 +54,71 @@ class WsClient implements Closable {
     for (const env of event.envelopes) if (!this.#events || this.#events.has(dottedName(env.type))) this.send(env);
   }
 
-  /** Client → server commands (CONTRACT §4.1); anything else gets an Error event. */
+  /** A reply that is not an event: the Python SDK's command acknowledgements. */
+  #reply(message: Record<string, unknown>): void {
+    if (this.#socket.readyState !== this.#socket.OPEN) return;
+    this.#socket.send(JSON.stringify(message));
+  }
+
+  /**
+   * A command failed: an Error event (what the Node SDK and the dashboards
+   * read), and for a command with a request id also the `error` reply the
+   * Python SDK waits for.
+   */
+  #fail(message: string, requestId: string | null): void {
+    this.send(envelope('Error', { message }));
+    if (requestId !== null) this.#reply({ type: 'error', requestId, error: message, message });
+  }
+
+  /**
+   * Client → server commands (CONTRACT §4.1). The Node SDK and the official
+   * dashboard send `{"cmd":"Subscribe"}`; the Python SDK sends
+   * `{"type":"subscribe","requestId":…}` and waits for `subscribed`,
+   * `unsubscribed` or `pong` carrying its requestId. So the command is read
+   * from `cmd`, `command` or `type`, in any case, and a command with a
+   * requestId is answered; one without keeps the contract's behaviour (no
+   * acknowledgement; Ping is answered with a Ping event).
+   */
   command(raw: string): void {
-    let message: { cmd?: unknown; queue?: unknown; job_id?: unknown };
+    let message: Record<string, unknown>;
     try {
-      message = JSON.parse(raw) as typeof message;
+      const parsed: unknown = JSON.parse(raw);
+      if (parsed === null || typeof parsed !== 'object' || Array.isArray(parsed)) throw new Error('not an object');
+      message = parsed as Record<string, unknown>;
     } catch {
-      this.send(envelope('Error', { message: 'Messages must be JSON: {"cmd":"Subscribe"|"Unsubscribe"|"Ping", ...}' }));
+      this.#fail('Messages must be JSON objects: {"cmd":"Subscribe"|"Unsubscribe"|"Ping", "queue"?, "job_id"?}', null);
       return;
     }
+    const rawId = message.requestId ?? message.request_id;
+    const requestId = typeof rawId === 'string' && rawId !== '' ? rawId.slice(0, 200) : typeof rawId === 'number' && Number.isFinite(rawId) ? String(rawId) : null;
+    const name = [message.cmd, message.command, message.type].find((value): value is string => typeof value === 'string' && value !== '');
     const queue = typeof message.queue === 'string' && message.queue ? message.queue : null;
-    const job = typeof message.job_id === 'string' && message.job_id ? message.job_id : null;
-    switch (message.cmd) {
-      case 'Subscribe':
+    const job = typeof message.job_id === 'string' && message.job_id ? canonicalId(message.job_id) : null;
+    switch (name?.toLowerCase()) {
+      case 'subscribe':
         if (this.#queues.size + this.#jobs.size >= MAX_SUBSCRIPTIONS) {
-          this.send(envelope('Error', { message: `At most ${MAX_SUBSCRIPTIONS} subscriptions per connection` }));
+          this.#fail(`At most ${MAX_SUBSCRIPTIONS} subscriptions per connection; unsubscribe from some first`, requestId);
           return;
         }
         if (queue) this.#queues.add(queue);
         if (job) this.#jobs.add(job);
+        if (requestId !== null) this.#reply({ type: 'subscribed', requestId, queue, job_id: job });
         return;
-      case 'Unsubscribe':
+      case 'unsubscribe':
         if (queue) this.#queues.delete(queue);
         if (job) this.#jobs.delete(job);
         if (!queue && !job) {
           this.#queues.clear();
           this.#jobs.clear();
         }
+        if (requestId !== null) this.#reply({ type: 'unsubscribed', requestId, queue, job_id: job });
         return;
-      case 'Ping':
-        this.send(envelope('Ping', {}));
+      case 'ping':
+        if (requestId !== null) this.#reply({ type: 'pong', requestId, timestamp: new Date().toISOString() });
+        else this.send(envelope('Ping', {}));
         return;
       default:
-        this.send(envelope('Error', { message: `Unknown command ${JSON.stringify(message.cmd ?? null)}` }));
+        this.#fail(`Unknown command ${JSON.stringify(name ?? null)}: send {"cmd":"Subscribe"|"Unsubscribe"|"Ping"} (also as "command" or "type", in any case)`, requestId);
     }
   }
 

@@ -16,11 +16,11 @@ import {
 } from '@spool/engine';
 import type { AppContext } from '../app.js';
 import { requireAdmin } from '../http/admin-auth.js';
-import { allPlans, PLAN_TIERS, planLimits } from '../plans.js';
+import { allPlans, PLAN_TIERS, planLimits, planLimitsToWire, wirePlanTier } from '../plans.js';
 import { usageInfos } from '../usage.js';
 import { IdParams, nullable } from '../wire/common.js';
 import { CreatedKeySchema, CreatedOrganizationSchema, OrganizationSchema, organizationToWire } from '../wire/organization.js';
-import { PlanLimitsSchema, UsageInfoSchema } from '../wire/usage.js';
+import { PlanLimitsSchema, UsageInfoSchema, usageInfoToWire } from '../wire/usage.js';
 import { KeyName, KeyQueues } from './api-keys.js';
 import { assertSettingsSize, assertSlugUsable, BillingEmail, OrganizationName, Settings, Slug, withSlugConflict } from './organizations.js';
 
@@ -36,11 +36,12 @@ const ListQuery = Type.Object({
   sort_by: Type.Optional(Type.String({ maxLength: 50 })),
   sort_order: Type.Optional(Type.String({ maxLength: 10 })),
 });
+const UnlimitedFlag = Type.Boolean({ description: 'extension: on Spool\'s unlimited plan (plan_tier is then sent as enterprise; filter and PATCH with plan_tier=unlimited)' });
 const AdminUsage = Type.Object({ jobs_today: Type.Integer(), active_jobs: Type.Integer(), queues: Type.Integer(), workers: Type.Integer(), api_keys: Type.Integer() });
 const ListResponse = Type.Object({
   organizations: Type.Array(Type.Object({
     id: Type.String(), name: Type.String(), slug: Type.String(), plan_tier: Type.String(), billing_email: NullableString,
-    created_at: Timestamp, updated_at: Timestamp, usage: AdminUsage,
+    created_at: Timestamp, updated_at: Timestamp, usage: AdminUsage, unlimited: UnlimitedFlag,
   })),
   total: Type.Integer(),
   limit: Type.Integer(),
@@ -49,7 +50,7 @@ const ListResponse = Type.Object({
 const DetailResponse = Type.Object({
   id: Type.String(), name: Type.String(), slug: Type.String(), plan_tier: Type.String(), billing_email: NullableString,
   settings: Type.Unknown(), custom_limits: Type.Unknown(), created_at: Timestamp, updated_at: Timestamp,
-  usage_info: UsageInfoSchema, api_keys_count: Type.Integer(), total_jobs: Type.Integer(),
+  usage_info: UsageInfoSchema, api_keys_count: Type.Integer(), total_jobs: Type.Integer(), unlimited: UnlimitedFlag,
 });
 const CreateBody = Type.Object({ name: OrganizationName, slug: Slug, billing_email: Type.Optional(nullable(BillingEmail)), plan_tier: Type.Optional(PlanTierSchema) });
 const CustomLimits = Type.Record(Type.String(), Type.Unknown());
@@ -101,8 +102,8 @@ function listRoutes(app: FastifyInstance, ctx: AppContext, tags: string[]): void
     const organizations = rows.map((row) => {
       const u = usage.get(row.id)!.usage;
       return {
-        id: row.id, name: row.name, slug: row.slug, plan_tier: row.plan_tier, billing_email: row.billing_email,
-        created_at: row.created_at.toISOString(), updated_at: row.updated_at.toISOString(),
+        id: row.id, name: row.name, slug: row.slug, plan_tier: wirePlanTier(row.plan_tier), billing_email: row.billing_email,
+        created_at: row.created_at.toISOString(), updated_at: row.updated_at.toISOString(), unlimited: row.plan_tier === 'unlimited',
         usage: { jobs_today: u.jobs_today.current, active_jobs: u.active_jobs.current, queues: u.queues.current, workers: u.workers.current, api_keys: u.api_keys.current },
       };
     });
@@ -139,8 +140,12 @@ function listRoutes(app: FastifyInstance, ctx: AppContext, tags: string[]): void
   });
 
   app.get('/plans', {
-    schema: { tags, summary: 'Every plan and its limits (`unlimited` is a Spool extension for self-hosting)', response: { 200: Type.Array(PlanLimitsSchema) } },
-  }, async () => allPlans());
+    schema: {
+      tags,
+      summary: 'Every plan and its limits (Spool\'s `unlimited` plan for self-hosting is sent as tier `enterprise` with `unlimited: true` and `spool_tier: "unlimited"`)',
+      response: { 200: Type.Array(PlanLimitsSchema) },
+    },
+  }, async () => allPlans().map(planLimitsToWire));
 }
 
 function organizationAdminRoutes(app: FastifyInstance, ctx: AppContext, tags: string[]): void {
@@ -162,10 +167,10 @@ function organizationAdminRoutes(app: FastifyInstance, ctx: AppContext, tags: st
     const [usage, totalJobs] = await Promise.all([usageInfos(ctx.db, [row]), organizationJobTotal(ctx.db, row.id)]);
     const info = usage.get(row.id)!;
     return {
-      id: row.id, name: row.name, slug: row.slug, plan_tier: row.plan_tier, billing_email: row.billing_email,
+      id: row.id, name: row.name, slug: row.slug, plan_tier: wirePlanTier(row.plan_tier), billing_email: row.billing_email,
       settings: row.settings ?? {}, custom_limits: row.custom_limits ?? null,
-      created_at: row.created_at.toISOString(), updated_at: row.updated_at.toISOString(),
-      usage_info: info, api_keys_count: info.usage.api_keys.current, total_jobs: totalJobs,
+      created_at: row.created_at.toISOString(), updated_at: row.updated_at.toISOString(), unlimited: row.plan_tier === 'unlimited',
+      usage_info: usageInfoToWire(info), api_keys_count: info.usage.api_keys.current, total_jobs: totalJobs,
     };
   });
 

@@ -4,9 +4,11 @@ import { NotFoundError } from '@spool/protocol';
 import { organizationGet } from '@spool/engine';
 import type { AppContext } from '../app.js';
 import { authOf } from '../http/auth.js';
+import { wirePlanTier } from '../plans.js';
 
 const StatusResponse = Type.Object({
   plan_tier: Type.String(),
+  unlimited: Type.Boolean({ description: 'extension: on Spool\'s unlimited plan (plan_tier is then sent as enterprise)' }),
   stripe_subscription_id: Type.Union([Type.String(), Type.Null()]),
   stripe_subscription_status: Type.Union([Type.String(), Type.Null()]),
   stripe_current_period_end: Type.Union([Type.String({ format: 'date-time' }), Type.Null()]),
@@ -29,7 +31,8 @@ export function billingRoutes(app: FastifyInstance, ctx: AppContext): void {
     const row = await organizationGet(ctx.db, authOf(request).organizationId);
     if (!row) throw new NotFoundError('Organization not found');
     return {
-      plan_tier: row.plan_tier,
+      plan_tier: wirePlanTier(row.plan_tier),
+      unlimited: row.plan_tier === 'unlimited',
       stripe_subscription_id: row.stripe_subscription_id,
       stripe_subscription_status: row.stripe_subscription_status,
       stripe_current_period_end: row.stripe_current_period_end?.toISOString() ?? null,

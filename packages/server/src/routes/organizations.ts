@@ -26,7 +26,7 @@ import { availableSlug, SLUG_MAX, SLUG_MIN, SLUG_PATTERN, slugProblem } from '..
 import { usageInfos } from '../usage.js';
 import { IdParams, jsonBytes, nullable } from '../wire/common.js';
 import { CreatedOrganizationSchema, OrganizationSchema, OrganizationSummarySchema, organizationSummaryToWire, organizationToWire } from '../wire/organization.js';
-import { UsageInfoSchema } from '../wire/usage.js';
+import { UsageInfoSchema, usageInfoToWire } from '../wire/usage.js';
 
 export const OrganizationName = Type.String({ minLength: 3, maxLength: 100 });
 export const Slug = Type.String({ minLength: SLUG_MIN, maxLength: SLUG_MAX, pattern: SLUG_PATTERN });
@@ -171,7 +171,7 @@ export function organizationRoutes(app: FastifyInstance, ctx: AppContext): void 
   }, async (request) => {
     const row = await organizationGet(ctx.db, authOf(request).organizationId);
     if (!row) throw new NotFoundError('Organization not found');
-    return (await usageInfos(ctx.db, [row])).get(row.id);
+    return usageInfoToWire((await usageInfos(ctx.db, [row])).get(row.id)!);
   });
 
   app.get<{ Querystring: { slug: string } }>('/organizations/check-slug', {

@@ -1,7 +1,7 @@
 import type { FastifyInstance } from 'fastify';
 import { Type, type Static } from 'typebox';
 import { ConflictError, LIMITS, NotFoundError, PayloadTooLargeError, QUEUE_NAME_PATTERN } from '@spool/protocol';
-import { queueConfigUpsert, queueDelete, queueGet, queueList, queuePause, queueResume, queueStats } from '@spool/engine';
+import { queueConfigUpsert, queueDelete, queueGetEffective, queueList, queuePause, queueResume, queueStats } from '@spool/engine';
 import type { AppContext } from '../app.js';
 import { grantOf } from '../http/route-authorization.js';
 import { MaxRetries, QueueName, jsonBytes, nullable } from '../wire/common.js';
@@ -52,11 +52,17 @@ export function queueRoutes(app: FastifyInstance, ctx: AppContext): void {
 
   app.get<{ Params: NameParams }>('/queues/:name', {
     config: { operation: 'queue.read', addresses: 'queue' },
-    schema: { tags: ['queues'], summary: 'A queue\'s config (404 when it has none)', params: AnyNameParams, response: { 200: QueueConfigSchema } },
+    schema: {
+      tags: ['queues'],
+      summary: 'A queue\'s config; a queue with jobs but no config answers its defaults (`configured: false`); 404 when it has neither',
+      params: AnyNameParams,
+      response: { 200: QueueConfigSchema },
+    },
   }, async (request) => {
-    const row = QUEUE_NAME_PATTERN.test(request.params.name) ? await queueGet(ctx.db, grantOf(request).organizationId, request.params.name) : null;
-    if (!row) throw notConfigured(request.params.name);
-    return queueConfigToWire(row);
+    // Clients such as the official Spooled dashboard open any queue they list from its jobs.
+    const row = QUEUE_NAME_PATTERN.test(request.params.name) ? await queueGetEffective(ctx.db, grantOf(request).organizationId, request.params.name) : null;
+    if (!row) throw new NotFoundError(`Queue "${request.params.name}" has no configuration and no jobs`, { queue_name: request.params.name });
+    return queueConfigToWire(row, row.configured);
   });
 
   app.put<{ Params: NameParams; Body: ConfigBody }>('/queues/:name/config', {

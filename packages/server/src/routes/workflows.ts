@@ -7,7 +7,7 @@ import type { Grant } from '../authorization.js';
 import { grantOf } from '../http/route-authorization.js';
 import { withinPlanLimit } from '../http/plan-limits.js';
 import { IdParams, MaxRetries, Priority, QueueName, TimeoutSeconds, nullable } from '../wire/common.js';
-import { WorkflowJobSchema, WorkflowSchema, workflowJobToWire, workflowToWire } from '../wire/workflow.js';
+import { WorkflowDetailSchema, WorkflowJobSchema, WorkflowSchema, workflowDetailToWire, workflowJobToWire, workflowToWire } from '../wire/workflow.js';
 import { checkJobLimits } from './jobs.js';
 
 const DependencyMode = Type.Unsafe<'all' | 'any'>({ type: 'string', enum: ['all', 'any'] });
@@ -123,8 +123,14 @@ export function workflowRoutes(app: FastifyInstance, ctx: AppContext): void {
 
   app.get<{ Params: { id: string } }>('/workflows/:id', {
     config: { operation: 'workflow.read' },
-    schema: { tags: ['workflows'], summary: 'Get a workflow with counters and progress', params: IdParams, response: { 200: WorkflowSchema } },
-  }, async (request) => workflowToWire(await loadWorkflow(ctx, grantOf(request), request.params.id)));
+    schema: { tags: ['workflows'], summary: 'Get a workflow with counters and progress, its jobs and their dependencies', params: IdParams, response: { 200: WorkflowDetailSchema } },
+  }, async (request) => {
+    const grant = grantOf(request);
+    const workflow = await loadWorkflow(ctx, grant, request.params.id);
+    const jobs = await workflowJobs(ctx.db, grant.organizationId, workflow.id);
+    // As GET /workflows/{id}/jobs: only the jobs of the key's queues; the counts cover the whole workflow like total_jobs.
+    return workflowDetailToWire(workflow, jobs, (job) => grant.allows(job.queue_name));
+  });
 
   app.post<{ Params: { id: string } }>('/workflows/:id/cancel', {
     config: { operation: 'workflow.manage' },

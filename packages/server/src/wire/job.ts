@@ -47,6 +47,8 @@ export const JobSummarySchema = Type.Object({
   scheduled_at: Timestamp,
   started_at: Timestamp,
   completed_at: Timestamp,
+  max_retries: Type.Integer({ description: 'extension: retries allowed (the official Spooled dashboard shows attempt / max_retries)' }),
+  attempt: Type.Integer({ description: 'extension: the same as retry_count, under the name the official Spooled dashboard reads' }),
 });
 
 const iso = (d: Date | null): string | null => (d === null ? null : d.toISOString());
@@ -84,7 +86,7 @@ export function jobToWire(row: JobRow): Record<string, unknown> {
   };
 }
 
-export function jobSummaryToWire(row: Pick<JobRow, 'id' | 'queue_name' | 'status' | 'priority' | 'retry_count' | 'created_at' | 'scheduled_at' | 'started_at' | 'completed_at'>): Record<string, unknown> {
+export function jobSummaryToWire(row: Pick<JobRow, 'id' | 'queue_name' | 'status' | 'priority' | 'retry_count' | 'max_retries' | 'created_at' | 'scheduled_at' | 'started_at' | 'completed_at'>): Record<string, unknown> {
   return {
     id: row.id,
     queue_name: row.queue_name,
@@ -95,5 +97,7 @@ export function jobSummaryToWire(row: Pick<JobRow, 'id' | 'queue_name' | 'status
     scheduled_at: iso(row.scheduled_at),
     started_at: iso(row.started_at),
     completed_at: iso(row.completed_at),
+    max_retries: row.max_retries,
+    attempt: row.retry_count,
   };
 }

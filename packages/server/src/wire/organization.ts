@@ -1,8 +1,11 @@
 import { Type } from 'typebox';
 import type { OrganizationRow } from '@spool/engine';
+import { wirePlanTier } from '../plans.js';
 
 const NullableString = Type.Union([Type.String(), Type.Null()]);
 const Timestamp = Type.String({ format: 'date-time' });
+
+const Unlimited = Type.Boolean({ description: 'extension: on Spool\'s unlimited (self-hosted) plan, whose plan_tier is sent as enterprise' });
 
 /** The contract's Organization (CONTRACT §3.14). `settings` and `custom_limits` are passed through verbatim. */
 export const OrganizationSchema = Type.Object({
@@ -20,6 +23,7 @@ export const OrganizationSchema = Type.Object({
   stripe_cancel_at_period_end: Type.Union([Type.Boolean(), Type.Null()]),
   created_at: Timestamp,
   updated_at: Timestamp,
+  unlimited: Unlimited,
 });
 
 export const OrganizationSummarySchema = Type.Object({
@@ -28,6 +32,7 @@ export const OrganizationSummarySchema = Type.Object({
   slug: Type.String(),
   plan_tier: Type.String(),
   created_at: Timestamp,
+  unlimited: Unlimited,
 });
 
 /** A key as returned once at creation (`key` is never shown again). */
@@ -45,7 +50,7 @@ export function organizationToWire(row: OrganizationRow): Record<string, unknown
     id: row.id,
     name: row.name,
     slug: row.slug,
-    plan_tier: row.plan_tier,
+    plan_tier: wirePlanTier(row.plan_tier),
     billing_email: row.billing_email,
     settings: row.settings ?? {},
     custom_limits: row.custom_limits ?? null,
@@ -56,9 +61,10 @@ export function organizationToWire(row: OrganizationRow): Record<string, unknown
     stripe_cancel_at_period_end: row.stripe_cancel_at_period_end,
     created_at: row.created_at.toISOString(),
     updated_at: row.updated_at.toISOString(),
+    unlimited: row.plan_tier === 'unlimited',
   };
 }
 
 export function organizationSummaryToWire(row: OrganizationRow): Record<string, unknown> {
-  return { id: row.id, name: row.name, slug: row.slug, plan_tier: row.plan_tier, created_at: row.created_at.toISOString() };
+  return { id: row.id, name: row.name, slug: row.slug, plan_tier: wirePlanTier(row.plan_tier), created_at: row.created_at.toISOString(), unlimited: row.plan_tier === 'unlimited' };
 }

@@ -23,6 +23,7 @@ export const QueueConfigSchema = Type.Object({
   backoff_max_ms: Type.Integer({ description: 'extension: retry backoff cap' }),
   backoff_jitter_ms: Type.Integer({ description: 'extension: retry backoff jitter' }),
   concurrency_limit: Type.Union([Type.Integer(), Type.Null()], { description: 'extension: most jobs processing at once across all workers; null means no limit' }),
+  configured: Type.Boolean({ description: 'extension: false when the queue has jobs but no config row; the fields are then its defaults and `id` is derived from the name' }),
 });
 
 /** CONTRACT §3.7 QueueConfigSummary. */
@@ -61,7 +62,7 @@ export const ResumeResultSchema = Type.Object({
   paused_duration_secs: Type.Integer(),
 });
 
-export function queueConfigToWire(row: QueueConfigRow): Record<string, unknown> {
+export function queueConfigToWire(row: QueueConfigRow, configured = true): Record<string, unknown> {
   return {
     id: row.id,
     organization_id: row.organization_id,
@@ -79,6 +80,7 @@ export function queueConfigToWire(row: QueueConfigRow): Record<string, unknown> 
     backoff_max_ms: row.backoff_max_ms,
     backoff_jitter_ms: row.backoff_jitter_ms,
     concurrency_limit: row.concurrency_limit,
+    configured,
   };
 }
 

@@ -15,7 +15,11 @@ export const WorkerSummarySchema = Type.Object({
   last_heartbeat: Timestamp,
 });
 
-/** CONTRACT §3.8 Worker. */
+/**
+ * CONTRACT §3.8 Worker, plus `created_at`, `max_concurrent_jobs` and
+ * `current_job_count`: the same values under the names the official
+ * Spooled dashboard reads (SDKs ignore them).
+ */
 export const WorkerSchema = Type.Object({
   id: Type.String(),
   organization_id: Type.String(),
@@ -31,6 +35,9 @@ export const WorkerSchema = Type.Object({
   version: NullableString,
   registered_at: Timestamp,
   updated_at: Timestamp,
+  created_at: Timestamp,
+  max_concurrent_jobs: Type.Integer(),
+  current_job_count: Type.Integer(),
 });
 
 export function workerSummaryToWire(row: WorkerRow): Record<string, unknown> {
@@ -61,5 +68,8 @@ export function workerToWire(row: WorkerRow): Record<string, unknown> {
     version: row.version,
     registered_at: row.registered_at.toISOString(),
     updated_at: row.updated_at.toISOString(),
+    created_at: row.registered_at.toISOString(),
+    max_concurrent_jobs: row.max_concurrency,
+    current_job_count: row.current_jobs,
   };
 }

@@ -88,3 +88,41 @@ export function workflowJobToWire(row: WorkflowJobRow): Record<string, unknown> 
     dependencies_met: row.dependencies_met !== false,
   };
 }
+
+/**
+ * GET /workflows/{id}: WorkflowResponse plus the workflow's jobs, its
+ * dependency edges and per-status progress, which the official Spooled
+ * dashboard's workflow page reads (SDKs ignore them).
+ */
+export const WorkflowDetailSchema = Type.Object({
+  ...WorkflowSchema.properties,
+  jobs: Type.Array(WorkflowJobSchema, { description: 'extension: the jobs of the key\'s queues, as GET /workflows/{id}/jobs' }),
+  dependencies: Type.Array(Type.Object({ parent_job_id: Type.String(), child_job_id: Type.String(), dependency_type: Type.String() }), {
+    description: 'extension: one edge per depends_on entry of those jobs (the child runs once its parents completed)',
+  }),
+  progress: Type.Object({
+    total: Type.Integer(),
+    completed: Type.Integer(),
+    failed: Type.Integer({ description: 'failed and dead-lettered' }),
+    pending: Type.Integer({ description: 'pending and scheduled' }),
+    processing: Type.Integer(),
+  }, { description: 'extension: the workflow\'s jobs by status' }),
+});
+
+export function workflowDetailToWire(row: WorkflowRow, jobs: WorkflowJobRow[], visible: (job: WorkflowJobRow) => boolean): Record<string, unknown> {
+  const count = (...statuses: string[]) => jobs.filter((job) => statuses.includes(job.status)).length;
+  const shown = jobs.filter(visible);
+  return {
+    ...workflowToWire(row),
+    jobs: shown.map(workflowJobToWire),
+    // Workflow edges are stored with the column default, 'completion'.
+    dependencies: shown.flatMap((job) => job.depends_on.map((parent) => ({ parent_job_id: parent, child_job_id: job.id, dependency_type: 'completion' }))),
+    progress: {
+      total: jobs.length,
+      completed: count('completed'),
+      failed: count('failed', 'deadletter'),
+      pending: count('pending', 'scheduled'),
+      processing: count('processing'),
+    },
+  };
+}

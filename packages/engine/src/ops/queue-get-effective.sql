@@ -1,0 +1,17 @@
+-- GET /queues/{name}: the queue's config row, or, for a queue that has jobs
+-- but no row, its effective defaults (the column defaults of
+-- spool.queue_config) under an id derived from the organization and the
+-- name, so it is the same on every read. Nothing is written: an implicit
+-- queue does not become a config row that counts against max_queues.
+SELECT qc.id, qc.organization_id, qc.queue_name::text AS queue_name, qc.max_retries, qc.default_timeout, qc.rate_limit,
+       qc.enabled, qc.paused_at, qc.pause_reason, qc.backoff_base_ms, qc.backoff_max_ms, qc.backoff_jitter_ms,
+       qc.concurrency_limit, qc.settings, qc.created_at, qc.updated_at, true AS configured
+FROM spool.queue_config qc
+WHERE qc.organization_id = $1 AND qc.queue_name = $2
+UNION ALL
+SELECT md5('queue_config/' || $1::text || '/' || $2::text)::uuid, $1::uuid, $2::text, 3, 300, NULL::int,
+       true, NULL::timestamptz, NULL::text, 1000, 60000, 500,
+       NULL::int, '{}'::jsonb, now(), now(), false
+WHERE NOT EXISTS (SELECT 1 FROM spool.queue_config WHERE organization_id = $1 AND queue_name = $2)
+  -- served by jobs_org_queue_status_idx: one index probe
+  AND EXISTS (SELECT 1 FROM spool.jobs WHERE organization_id = $1 AND queue_name = $2);

@@ -8,7 +8,7 @@ import {
   SpoolNetworkError,
   SpoolTimeoutError,
 } from '@spool/sdk';
-import { json } from './output.js';
+import { json, Progress } from './output.js';
 
 export const DEFAULT_URL = 'http://localhost:8080';
 
@@ -16,6 +16,7 @@ export interface GlobalOptions {
   url: string;
   apiKey?: string;
   json?: boolean;
+  progress?: boolean;
 }
 
 export interface Context {
@@ -23,6 +24,21 @@ export interface Context {
   options: GlobalOptions;
   /** Prints `value` as JSON with `--json`, else the human text. */
   print(value: unknown, human: () => string): void;
+  /** A progress bar on stderr: drawn when stderr is a terminal, or always with --progress. */
+  progress(total: number | null): Progress;
+}
+
+/** The command ran but did not do what was asked (e.g. a job that was not dead-lettered): exit code 1. */
+export class CommandFailed extends Error {
+  readonly code: string;
+  readonly details: unknown;
+
+  constructor(code: string, message: string, details?: unknown) {
+    super(message);
+    this.name = 'CommandFailed';
+    this.code = code;
+    this.details = details;
+  }
 }
 
 /** A mistake in how the command was called: exit code 2, no stack. */
@@ -55,13 +71,38 @@ export function contextFor(command: Command): Context {
     print(value, human) {
       process.stdout.write(`${options.json ? json(value) : human()}\n`);
     },
+    progress(total) {
+      return new Progress(total, options.progress === true || Boolean(process.stderr.isTTY));
+    },
   };
+}
+
+/**
+ * A failure as `--json` prints it on stderr: the API's error shape (`code`, `message`, `details`),
+ * plus the HTTP `status`, `request_id` and the `hint` when there is one.
+ */
+export function errorJson(err: unknown, explained: { message: string; hint?: string; exitCode: number }): Record<string, unknown> {
+  const out: Record<string, unknown> = { code: 'ERROR', message: err instanceof Error ? err.message : String(err), details: null };
+  if (err instanceof SpoolApiError) {
+    Object.assign(out, { code: err.code, details: err.details ?? null, status: err.status, request_id: err.requestId ?? null });
+  } else if (err instanceof SpoolNetworkError) {
+    Object.assign(out, { code: 'NETWORK_ERROR', message: explained.message, details: { cause: err.code ?? null } });
+  } else if (err instanceof SpoolTimeoutError) {
+    Object.assign(out, { code: 'TIMEOUT', message: explained.message });
+  } else if (err instanceof UsageError) {
+    out.code = 'USAGE_ERROR';
+  } else if (err instanceof CommandFailed) {
+    Object.assign(out, { code: err.code, details: err.details ?? null });
+  }
+  if (explained.hint) out.hint = explained.hint;
+  return out;
 }
 
 /** The message and hint for a failed command, and its exit code. */
 export function explain(err: unknown, options: Partial<GlobalOptions>): { message: string; hint?: string; exitCode: number } {
   const url = options.url ?? DEFAULT_URL;
   if (err instanceof UsageError) return { message: err.message, exitCode: 2 };
+  if (err instanceof CommandFailed) return { message: err.message, exitCode: 1 };
   if (err instanceof SpoolNetworkError) {
     if (err.code === 'ECONNREFUSED') {
       return {

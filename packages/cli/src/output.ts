@@ -35,13 +35,14 @@ export function table<T>(rows: readonly T[], columns: Column<T>[], emptyText = '
   return [render(columns.map((column) => column.header)), ...cells.map(render)].join('\n');
 }
 
-/** Key/value lines for one object (nested values as compact JSON). */
-export function details(record: Record<string, unknown>): string {
-  const entries = Object.entries(record);
+/** Key/value lines for one object, under the API's snake_case keys (nested values as compact JSON, user blobs untouched). */
+export function details(record: object): string {
+  const entries = Object.entries(toWire(record) as Record<string, unknown>);
+  if (entries.length === 0) return '';
   const width = Math.max(...entries.map(([key]) => key.length));
   return entries
     .map(([key, value]) => {
-      const shown = value !== null && typeof value === 'object' ? JSON.stringify(value) : key.endsWith('At') ? shortTime(value as Cell) : text(value as Cell);
+      const shown = value !== null && typeof value === 'object' ? JSON.stringify(value) : key.endsWith('_at') ? shortTime(value as Cell) : text(value as Cell);
       return `${key.padEnd(width)}  ${shown}`;
     })
     .join('\n');
@@ -62,6 +63,11 @@ export class Progress {
   constructor(total: number | null, enabled = Boolean(process.stderr.isTTY)) {
     this.#total = total;
     this.#enabled = enabled;
+  }
+
+  /** Whether anything is drawn (stderr is a terminal, or --progress). */
+  get enabled(): boolean {
+    return this.#enabled;
   }
 
   update(done: number, force = false): void {

@@ -5,6 +5,9 @@ import { dlqCommand, jobsCommand } from './commands/jobs.js';
 import { queuesCommand, statsCommand, workersCommand } from './commands/queues.js';
 import { schedulesCommand } from './commands/schedules.js';
 import { migrateCommand, startCommand } from './commands/server.js';
+import { apiKeysCommand } from './commands/api-keys.js';
+import { webhooksCommand } from './commands/webhooks.js';
+import { workflowsCommand } from './commands/workflows.js';
 import { DEFAULT_URL } from './context.js';
 
 export const CLI_VERSION = '0.1.0';
@@ -16,7 +19,8 @@ export function buildProgram(): Command {
     .version(CLI_VERSION)
     .addOption(new Option('--url <url>', 'Spool server').env('SPOOL_URL').default(DEFAULT_URL))
     .addOption(new Option('--api-key <key>', 'API key').env('SPOOL_API_KEY'))
-    .option('--json', 'machine-readable output (the API\'s snake_case JSON)')
+    .option('--json', 'machine-readable output (the API\'s snake_case JSON; a failure is one JSON object on stderr)')
+    .addOption(new Option('--progress', 'draw progress bars on stderr even when it is not a terminal').env('SPOOL_PROGRESS'))
     .showHelpAfterError('(run with --help for usage)');
   program.addHelpText(
     'after',
@@ -37,6 +41,9 @@ Examples:
     dlqCommand(),
     queuesCommand(),
     schedulesCommand(),
+    workflowsCommand(),
+    webhooksCommand(),
+    apiKeysCommand(),
     workersCommand(),
     statsCommand(),
   ]) {

@@ -76,7 +76,7 @@ test('enqueue one job, then list and get it in both output modes', async () => {
   assert.equal(fetched.id, created.id);
   assert.deepEqual(fetched.payload, { to: 'a@example.com', camelKey: 1 }, 'payload keys untouched');
   const shown = await spool(['jobs', 'get', created.id]);
-  assert.match(shown.stdout, /^queueName\s+emails$/m);
+  assert.match(shown.stdout, /^queue_name\s+emails$/m);
   assert.match(shown.stdout, /^payload\s+\{"to":"a@example.com","camelKey":1\}$/m);
 });
 

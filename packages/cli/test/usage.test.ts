@@ -53,7 +53,7 @@ test('npx spool --help works from the repository root and from inside a package'
     const help = await run('npx', ['--no-install', 'spool', '--help'], { cwd });
     assert.equal(help.code, 0, `${cwd}: ${help.stderr}`);
     assert.match(help.stdout, /^Usage: spool \[options\] \[command\]$/m);
-    for (const command of ['start', 'migrate', 'enqueue', 'jobs', 'dlq', 'queues', 'schedules', 'workers', 'stats']) {
+    for (const command of ['start', 'migrate', 'enqueue', 'jobs', 'dlq', 'queues', 'schedules', 'workflows', 'webhooks', 'api-keys', 'workers', 'stats']) {
       assert.match(help.stdout, new RegExp(`^  ${command}\\b`, 'm'), `--help lists ${command}`);
     }
   }
@@ -83,6 +83,9 @@ test('a --url that is some other web server: a short message and a hint, not its
 
   const page = await spool('--url', `${webUrl}/app`, 'jobs', 'list', '--json');
   assert.equal(page.code, 1);
-  assert.match(page.stderr, /^spool: GET \/api\/v1\/jobs answered with an HTML page, not JSON: is http:\/\/127\.0\.0\.1:\d+\/app a Spool server\?$/m);
+  // --json: the failure is JSON too.
+  const failure = JSON.parse(page.stderr);
+  assert.equal(failure.code, 'NETWORK_ERROR');
+  assert.match(failure.message, /^GET \/api\/v1\/jobs answered with an HTML page, not JSON: is http:\/\/127\.0\.0\.1:\d+\/app a Spool server\?$/);
   assert.equal(page.stdout, '');
 });

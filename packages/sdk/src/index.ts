@@ -13,4 +13,4 @@ export * from './resources/system.js';
 export * from './worker/errors.js';
 export type { JobContext, Handler } from './worker/running-job.js';
 export { Worker, type WorkerClient, type WorkerOptions, type WorkerEvents, type FailedInfo, type StopOptions, type StopResult, type WorkerState } from './worker/worker.js';
-export { JOB_STATUSES, TERMINAL_STATUSES, LIMITS } from '@spool/protocol';
+export { JOB_STATUSES, TERMINAL_STATUSES, LIMITS, API_KEY_ROLES, type ApiKeyRole } from '@spool/protocol';

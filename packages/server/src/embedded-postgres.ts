@@ -13,6 +13,11 @@ import pg from 'pg';
  * installs process-wide exit hooks that would stop the database in the middle
  * of our graceful shutdown.
  *
+ * The package is pinned at 18.4.0-beta.17 on purpose: it publishes every
+ * PostgreSQL release with a `-beta.N` suffix (there is no non-beta version on
+ * npm, and `latest` points at the beta), so the beta is the PostgreSQL 18.4
+ * release build our CI runs on. Move to a suffix-free version if one appears.
+ *
  * Layout of the data directory (default `.spool/`):
  *   pg/            the cluster (PGDATA)
  *   pg.json        port and superuser password chosen at first start

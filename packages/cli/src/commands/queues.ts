@@ -1,7 +1,7 @@
 /** `spool queues …`, `spool workers list` and `spool stats`. */
 import { Command } from 'commander';
-import type { WorkerSummary } from '@spool/sdk';
-import { contextFor } from '../context.js';
+import { NotFoundError, type WorkerSummary } from '@spool/sdk';
+import { CommandFailed, contextFor, type Context } from '../context.js';
 import { shortTime, table } from '../output.js';
 
 export function queuesCommand(): Command {
@@ -49,8 +49,16 @@ export function queuesCommand(): Command {
     .command('pause <name>')
     .description('stop workers from claiming jobs of the queue (enqueueing still works)')
     .option('-r, --reason <text>', 'why, shown to others')
-    .action(async (name: string, opts: { reason?: string }, command: Command) => {
+    .option('--create', 'pause it even if the queue has no jobs and no configuration yet (pausing creates its configuration)')
+    .action(async (name: string, opts: { reason?: string; create?: boolean }, command: Command) => {
       const ctx = contextFor(command);
+      if (!opts.create && !(await queueExists(ctx, name))) {
+        throw new CommandFailed(
+          'QUEUE_NOT_FOUND',
+          `queue "${name}" has no jobs and no configuration, so pausing it would create a new queue; check the name (\`spool queues list\`) or add --create to pause it before its first job`,
+          { queue_name: name },
+        );
+      }
       const answer = await ctx.client.queues.pause(name, opts.reason);
       ctx.print(answer, () => `Paused queue ${answer.queueName}${answer.reason ? ` (${answer.reason})` : ''}.`);
     });
@@ -65,6 +73,17 @@ export function queuesCommand(): Command {
     });
 
   return queues;
+}
+
+/** A queue exists for the CLI when it has a configuration or any job: pausing a typo would otherwise make a new one. */
+async function queueExists(ctx: Context, name: string): Promise<boolean> {
+  try {
+    await ctx.client.queues.get(name);
+    return true;
+  } catch (err) {
+    if (!(err instanceof NotFoundError)) throw err;
+  }
+  return (await ctx.client.jobs.list({ queueName: name, limit: 1 })).length > 0;
 }
 
 export function workersCommand(): Command {

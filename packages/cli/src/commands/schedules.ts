@@ -1,8 +1,30 @@
 /** `spool schedules …`. */
 import { Command, Option } from 'commander';
 import type { Schedule } from '@spool/sdk';
-import { contextFor, intIn, parseJson } from '../context.js';
+import { CommandFailed, contextFor, intIn, parseJson, UsageError, type Context } from '../context.js';
 import { shortTime, table } from '../output.js';
+
+const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
+
+/** The id of the schedule `idOrName` names: a UUID as given, else the one schedule with exactly that name. */
+async function scheduleId(ctx: Context, idOrName: string): Promise<string> {
+  if (UUID.test(idOrName)) return idOrName;
+  const matches: Schedule[] = [];
+  for (let offset = 0; ; offset += 500) {
+    const page = await ctx.client.schedules.list({ limit: 500, offset });
+    matches.push(...page.filter((s) => s.name === idOrName));
+    if (page.length < 500) break;
+  }
+  if (matches.length === 1) return matches[0]!.id;
+  if (matches.length === 0) {
+    throw new CommandFailed('SCHEDULE_NOT_FOUND', `no schedule has the id or name "${idOrName}"; \`spool schedules list\` shows them`, { schedule: idOrName });
+  }
+  throw new CommandFailed(
+    'AMBIGUOUS_SCHEDULE',
+    `${matches.length} schedules are named "${idOrName}" (${matches.map((s) => `${s.id} on ${s.queueName}`).join(', ')}): give the id instead`,
+    { schedule: idOrName, ids: matches.map((s) => s.id) },
+  );
+}
 
 export function schedulesCommand(): Command {
   const schedules = new Command('schedules').description('cron schedules that enqueue jobs');
@@ -68,22 +90,35 @@ export function schedulesCommand(): Command {
     ['resume', 'fire the schedule again'],
   ] as const) {
     schedules
-      .command(`${verb} <id>`)
+      .command(`${verb} <id-or-name>`)
       .description(text)
-      .action(async (id: string, _opts: unknown, command: Command) => {
+      .action(async (idOrName: string, _opts: unknown, command: Command) => {
         const ctx = contextFor(command);
-        const schedule = await ctx.client.schedules[verb](id);
+        const schedule = await ctx.client.schedules[verb](await scheduleId(ctx, idOrName));
         ctx.print(schedule, () => `Schedule ${schedule.id} is ${schedule.isActive ? 'active' : 'paused'}${schedule.isActive && schedule.nextRunAt ? `; next run ${shortTime(schedule.nextRunAt)}` : ''}.`);
       });
   }
 
   schedules
-    .command('trigger <id>')
+    .command('trigger <id-or-name>')
     .description('enqueue one job from the schedule now (also while paused)')
-    .action(async (id: string, _opts: unknown, command: Command) => {
+    .action(async (idOrName: string, _opts: unknown, command: Command) => {
       const ctx = contextFor(command);
+      const id = await scheduleId(ctx, idOrName);
       const answer = await ctx.client.schedules.trigger(id);
       ctx.print(answer, () => `Triggered schedule ${id}: job ${answer.jobId}.`);
+    });
+
+  schedules
+    .command('delete <id-or-name>')
+    .description('delete the schedule for good (jobs it already enqueued stay)')
+    .option('-y, --yes', 'confirm the deletion')
+    .action(async (idOrName: string, opts: { yes?: boolean }, command: Command) => {
+      if (!opts.yes) throw new UsageError('delete removes the schedule for good: add --yes to confirm');
+      const ctx = contextFor(command);
+      const id = await scheduleId(ctx, idOrName);
+      await ctx.client.schedules.delete(id);
+      ctx.print({ id, deleted: true }, () => `Deleted schedule ${id}.`);
     });
 
   return schedules;

@@ -27,12 +27,36 @@ interface ChartProps {
   integer?: boolean;
 }
 
+/** uPlot's axis font; labels are measured in it so the axis is as wide as its longest label. */
+const AXIS_FONT = '12px system-ui, -apple-system, "Segoe UI", Roboto, "Helvetica Neue", Arial, "Noto Sans", sans-serif';
+let measurer: CanvasRenderingContext2D | null = null;
+
+function labelWidth(labels: readonly string[]): number {
+  measurer ??= document.createElement('canvas').getContext('2d');
+  if (!measurer) return Math.max(0, ...labels.map((l) => l.length * 7));
+  measurer.font = AXIS_FONT;
+  return Math.ceil(Math.max(0, ...labels.map((l) => measurer!.measureText(l).width)));
+}
+
+/** Tick length, gap and a little air around a y label (uPlot's defaults: ticks 10, gap 5). */
+const Y_AXIS_CHROME = 10 + 5 + 6;
+
+/**
+ * The x range: uPlot spreads a lone sample (or none) over years. With fewer
+ * than a minute of data we show the last five minutes up to the newest point.
+ */
+export function timeRange(min: number | null, max: number | null, now = Date.now() / 1000): [number, number] {
+  if (min === null || max === null || !Number.isFinite(min) || !Number.isFinite(max)) return [now - 300, now];
+  if (max - min < 60) return [max - 300, max];
+  return [min, max];
+}
+
 function resolveColor(color: string, element: Element): string {
   if (!color.startsWith('--')) return color;
   return getComputedStyle(element).getPropertyValue(color).trim() || '#888';
 }
 
-function options(props: ChartProps, width: number, element: Element): uPlot.Options {
+function options(props: ChartProps, width: number, element: HTMLElement): uPlot.Options {
   const axisColor = resolveColor('--fg-muted', element);
   const gridColor = resolveColor('--border', element);
   const format = props.series[0]?.format ?? ((v: number) => String(v));
@@ -42,8 +66,34 @@ function options(props: ChartProps, width: number, element: Element): uPlot.Opti
     height: props.height ?? 180,
     legend: { live: true },
     cursor: { drag: { x: false, y: false } },
-    scales: { x: { time: true }, y: { range: (_u, min, max) => [Math.min(0, min ?? 0), Math.max(1, (max ?? 1) * 1.1)] } },
-    axes: [axis, { ...axis, size: 56, ...(props.integer ? { incrs: INTEGER_STEPS } : {}), values: (_u, values) => values.map((v) => format(v)) }],
+    scales: {
+      x: { time: true, range: (_u, min, max) => timeRange(min, max) },
+      y: { range: (_u, min, max) => [Math.min(0, min ?? 0), Math.max(1, (max ?? 1) * 1.1)] },
+    },
+    axes: [
+      axis,
+      {
+        ...axis,
+        font: AXIS_FONT,
+        // A fixed width clipped long labels from the left: "1 min 20 s" showed as "in 20 s".
+        size: (_u, values) => {
+          const labels = (values ?? []).map(String);
+          const size = Math.max(40, labelWidth(labels) + Y_AXIS_CHROME);
+          // What was drawn, for the end-to-end tests (a canvas has no text to read).
+          element.dataset.yLabels = labels.join('|');
+          element.dataset.yLabelWidth = String(labelWidth(labels));
+          element.dataset.yAxisSize = String(size);
+          return size;
+        },
+        ...(props.integer ? { incrs: INTEGER_STEPS } : {}),
+        values: (_u, values) => values.map((v) => format(v)),
+      },
+    ],
+    hooks: {
+      draw: [(u) => {
+        element.dataset.xSpan = String(Math.round((u.scales.x!.max ?? 0) - (u.scales.x!.min ?? 0)));
+      }],
+    },
     series: [
       { label: 'time', value: (_u: uPlot, v: number | null) => (v === null ? '' : timeOfDay.format(new Date(v * 1000))) },
       ...props.series.map((s) => ({

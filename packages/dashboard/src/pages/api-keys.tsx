@@ -112,7 +112,7 @@ export function ApiKeys(): JSX.Element {
       ) : (
         <div class="table-wrap">
           <table>
-            <thead><tr><th>Name</th><th>Queues</th><th>Role</th><th>State</th><th>Created</th><th>Last used</th><th>Expires</th><th /></tr></thead>
+            <thead><tr><th>Name</th><th>Queues</th><th>Role</th><th>State</th><th>Created</th><th>Last used</th><th>Expires</th><th class="actions" /></tr></thead>
             <tbody>
               {list.map((k) => (
                 <tr key={k.id} data-key-id={k.id}>

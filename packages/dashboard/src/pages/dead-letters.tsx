@@ -14,6 +14,9 @@ const PAGE_SIZE = 50;
 const REPLAY_BATCH = 100;
 const REPLAY_ALL_MAX_ROUNDS = 1000;
 
+/** A DLQ row: Spool adds why the job was dead-lettered (other servers may not). */
+type DeadLetter = JobSummary & { last_error?: string | null };
+
 type Pending =
   | { kind: 'one'; id: string }
   | { kind: 'selected'; ids: string[] }
@@ -89,7 +92,7 @@ export function DeadLetters({ query: q }: { query: URLSearchParams }): JSX.Eleme
   useEffect(() => setQueueInput(queue), [queue]);
   useEffect(() => setSelected(new Set()), [queue, page]);
 
-  const list = useResource((signal) => api<JobSummary[]>('GET', `/jobs/dlq${query({ queue_name: queue, limit: PAGE_SIZE, offset: (page - 1) * PAGE_SIZE })}`, { signal }), [queue, page]);
+  const list = useResource((signal) => api<DeadLetter[]>('GET', `/jobs/dlq${query({ queue_name: queue, limit: PAGE_SIZE, offset: (page - 1) * PAGE_SIZE })}`, { signal }), [queue, page]);
   const stats = useResource((signal) => api<JobStats>('GET', '/jobs/stats', { signal }).catch(() => null), []);
   const reload = () => {
     list.reload();
@@ -127,7 +130,7 @@ export function DeadLetters({ query: q }: { query: URLSearchParams }): JSX.Eleme
             <thead>
               <tr>
                 <th><input type="checkbox" aria-label="Select all on this page" checked={allSelected} onChange={() => setSelected(allSelected ? new Set() : new Set(rows.map((r) => r.id)))} /></th>
-                <th>Job</th><th>Queue</th><th class="num">Retries</th><th>Created</th><th>Dead since</th><th />
+                <th>Job</th><th>Queue</th><th>Error</th><th class="num">Retries</th><th>Created</th><th>Dead since</th><th class="actions"><span class="visually-hidden">Actions</span></th>
               </tr>
             </thead>
             <tbody>
@@ -136,6 +139,7 @@ export function DeadLetters({ query: q }: { query: URLSearchParams }): JSX.Eleme
                   <td><input type="checkbox" aria-label={`Select ${job.id}`} checked={selected.has(job.id)} onChange={() => toggle(job.id)} /></td>
                   <td class="mono"><Link href={`/jobs/${job.id}`} title={job.id}>{shortId(job.id)}</Link></td>
                   <td>{job.queue_name}</td>
+                  <td class="error-cell" title={job.last_error ?? undefined}>{job.last_error ?? <span class="muted">—</span>}</td>
                   <td class="num">{job.retry_count}</td>
                   <td title={formatTime(job.created_at)}>{formatRelative(job.created_at, now)}</td>
                   <td title={formatTime(job.completed_at)}>{formatRelative(job.completed_at, now)}</td>
@@ -144,7 +148,7 @@ export function DeadLetters({ query: q }: { query: URLSearchParams }): JSX.Eleme
                     <button type="button" onClick={() => setPending({ kind: 'one', id: job.id })}>Replay</button>
                   </td>
                 </tr>,
-                open === job.id ? <tr key={`${job.id}-inspect`} class="inspect-row"><td colSpan={7}><Inspect id={job.id} /></td></tr> : null,
+                open === job.id ? <tr key={`${job.id}-inspect`} class="inspect-row"><td colSpan={8}><Inspect id={job.id} /></td></tr> : null,
               ])}
             </tbody>
           </table>

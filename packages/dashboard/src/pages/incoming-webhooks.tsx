@@ -87,7 +87,7 @@ export function IncomingWebhooks(): JSX.Element {
       {!secrets.data ? (secrets.error ? <ErrorState error={secrets.error} what="signing secrets" retry={secrets.reload} /> : <Loading />) : (
         <div class="table-wrap">
           <table>
-            <thead><tr><th>Provider</th><th>Secret</th><th>Payload URL</th><th /></tr></thead>
+            <thead><tr><th>Provider</th><th>Secret</th><th>Payload URL</th><th class="actions" /></tr></thead>
             <tbody>
               {PROVIDERS.map((provider) => {
                 const status = secrets.data![provider.id];

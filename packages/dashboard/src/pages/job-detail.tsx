@@ -3,6 +3,7 @@ import { useEffect, useRef, useState } from 'preact/hooks';
 import { ConfirmDialog } from '../components/dialog';
 import { notify, notifyError } from '../components/toast';
 import { ErrorState, Facts, JsonBlock, Link, Loading, PageHeader, StatusBadge } from '../components/ui';
+import { WorkerName } from '../components/worker-name';
 import { api, ApiError, errorMessage } from '../lib/api';
 import { formatDuration, formatRelative, formatTime, shortId } from '../lib/format';
 import { useLiveRefresh, useNow, useResource } from '../lib/hooks';
@@ -45,7 +46,7 @@ function Timeline({ id, reloadKey }: { id: string; reloadKey: string }): JSX.Ele
           </div>
           <div class="muted small">
             {formatTime(h.created_at)} · +{formatDuration(Date.parse(h.created_at) - first)}
-            {h.worker_id ? <> · worker <Link href={`/workers?id=${encodeURIComponent(h.worker_id)}`} class="mono">{h.worker_id}</Link></> : null}
+            {h.worker_id ? <> · worker <WorkerName id={h.worker_id} /></> : null}
           </div>
           {h.message ? <pre class="timeline-message">{h.message}</pre> : null}
         </li>
@@ -152,7 +153,7 @@ export function JobDetail({ id }: { id: string }): JSX.Element {
         <section class="card">
           <h2>Lease</h2>
           <Facts items={[
-            ['Worker', j.assigned_worker_id ? <Link href={`/workers?id=${encodeURIComponent(j.assigned_worker_id)}`} class="mono">{j.assigned_worker_id}</Link> : null],
+            ['Worker', j.assigned_worker_id ? <WorkerName id={j.assigned_worker_id} /> : null],
             ['Lease id', j.lease_id ? <span class="mono">{j.lease_id}</span> : null],
             ['Lease expires', j.lease_expires_at ? `${formatTime(j.lease_expires_at)} (${formatRelative(j.lease_expires_at, now)})` : null],
           ]} />

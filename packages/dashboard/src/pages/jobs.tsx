@@ -1,11 +1,13 @@
 import type { JSX } from 'preact';
 import { useEffect, useState } from 'preact/hooks';
-import { EmptyState, ErrorState, Link, Loading, PageHeader, Pager, StatusBadge } from '../components/ui';
-import { api, query } from '../lib/api';
+import { ConfirmDialog } from '../components/dialog';
+import { notify } from '../components/toast';
+import { EmptyState, ErrorState, JsonBlock, Link, Loading, PageHeader, Pager, StatusBadge } from '../components/ui';
+import { api, ApiError, errorMessage, query } from '../lib/api';
 import { formatRelative, formatTime, shortId } from '../lib/format';
 import { useLiveRefresh, useNow, useResource } from '../lib/hooks';
 import { navigate, setQuery } from '../lib/router';
-import { JOB_STATUSES, type JobSummary, type QueueSummary } from '../lib/types';
+import { JOB_STATUSES, type Job, type JobStats, type JobStatus, type JobSummary, type QueueSummary } from '../lib/types';
 
 const PAGE_SIZE = 50;
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
@@ -55,14 +57,81 @@ function Filters({ queue, status, tag }: { queue: string; status: string; tag: s
   );
 }
 
-export function JobTable({ jobs, now }: { jobs: JobSummary[]; now: number }): JSX.Element {
+/** Which selected jobs each bulk action applies to; the others are skipped, not sent to be refused. */
+const BULK: Record<'retry' | 'cancel', { label: string; done: string; applies: readonly JobStatus[] }> = {
+  retry: { label: 'Retry', done: 'Retried', applies: ['failed', 'deadletter'] },
+  cancel: { label: 'Cancel', done: 'Cancelled', applies: ['pending', 'scheduled', 'processing'] },
+};
+
+/** Counts by status (the organization's, all queues), each a link that filters the list. */
+function StateCounts({ status, stats }: { status: string; stats: JobStats | null }): JSX.Element | null {
+  if (!stats) return null;
+  return (
+    <ul class="state-counts" aria-label="Jobs by status">
+      {JOB_STATUSES.map((s) => (
+        <li key={s}>
+          <a href={`/jobs?status=${s}`} aria-current={status === s ? 'true' : undefined} data-status={s}
+            onClick={(e) => { e.preventDefault(); setQuery({ status: status === s ? null : s, page: null }); }}>
+            {s} <span class="n">{stats[s].toLocaleString()}</span>
+          </a>
+        </li>
+      ))}
+      <li class="muted small">in all queues</li>
+    </ul>
+  );
+}
+
+function PayloadPreview({ id }: { id: string }): JSX.Element {
+  const job = useResource((signal) => api<Job>('GET', `/jobs/${encodeURIComponent(id)}`, { signal }), [id]);
+  if (!job.data) return job.error ? <ErrorState error={job.error} what="Jobs" /> : <Loading />;
+  return (
+    <div class="inspect">
+      <div><h3>Payload</h3><JsonBlock value={job.data.payload} /></div>
+      {job.data.last_error ? <div><h3>Last error</h3><pre class="error-text">{job.data.last_error}</pre></div> : null}
+    </div>
+  );
+}
+
+async function runBulk(kind: 'retry' | 'cancel', jobs: JobSummary[]): Promise<void> {
+  let done = 0;
+  const refused: string[] = [];
+  for (const job of jobs) {
+    try {
+      if (kind === 'retry') await api('POST', `/jobs/${encodeURIComponent(job.id)}/retry`);
+      else await api('DELETE', `/jobs/${encodeURIComponent(job.id)}`);
+      done += 1;
+    } catch (err) {
+      // A running job answers 409 with cancel_requested: its worker is told, which is what was asked.
+      if (kind === 'cancel' && err instanceof ApiError && (err.details as { cancel_requested?: boolean } | null)?.cancel_requested) done += 1;
+      else refused.push(`${shortId(job.id)}: ${errorMessage(err)}`);
+    }
+  }
+  notify(`${BULK[kind].done} ${done} job(s)${refused.length ? `; refused ${refused.length}: ${refused.slice(0, 3).join('; ')}` : ''}.`, refused.length ? 'bad' : 'ok');
+}
+
+export function JobTable({ jobs, now, selected, onToggle, open, onOpen }: {
+  jobs: JobSummary[];
+  now: number;
+  selected?: Set<string>;
+  onToggle?: (ids: string[], on: boolean) => void;
+  open?: string | null;
+  onOpen?: (id: string | null) => void;
+}): JSX.Element {
+  const selectable = selected !== undefined && onToggle !== undefined;
+  const allSelected = selectable && jobs.length > 0 && jobs.every((j) => selected.has(j.id));
+  const columns = 7 + (selectable ? 1 : 0) + (onOpen ? 1 : 0);
   return (
     <div class="table-wrap">
       <table class="jobs-table">
-        <thead><tr><th>Job</th><th>Queue</th><th>Status</th><th class="num">Priority</th><th class="num">Retries</th><th>Created</th><th>Finished</th></tr></thead>
+        <thead><tr>
+          {selectable ? <th><input type="checkbox" aria-label="Select all on this page" checked={allSelected} onChange={() => onToggle(jobs.map((j) => j.id), !allSelected)} /></th> : null}
+          <th>Job</th><th>Queue</th><th>Status</th><th class="num">Priority</th><th class="num">Retries</th><th>Created</th><th>Finished</th>
+          {onOpen ? <th class="actions"><span class="visually-hidden">Actions</span></th> : null}
+        </tr></thead>
         <tbody>
-          {jobs.map((job) => (
+          {jobs.map((job) => [
             <tr key={job.id} data-job-id={job.id}>
+              {selectable ? <td><input type="checkbox" aria-label={`Select ${job.id}`} checked={selected.has(job.id)} onChange={() => onToggle([job.id], !selected.has(job.id))} /></td> : null}
               <td class="mono"><Link href={`/jobs/${job.id}`} title={job.id}>{shortId(job.id)}</Link></td>
               <td>{job.queue_name}</td>
               <td><StatusBadge status={job.status} /></td>
@@ -70,8 +139,14 @@ export function JobTable({ jobs, now }: { jobs: JobSummary[]; now: number }): JS
               <td class="num">{job.retry_count}</td>
               <td title={formatTime(job.created_at)}>{formatRelative(job.created_at, now)}</td>
               <td title={formatTime(job.completed_at)}>{job.completed_at ? formatRelative(job.completed_at, now) : '—'}</td>
-            </tr>
-          ))}
+              {onOpen ? (
+                <td class="actions">
+                  <button type="button" aria-expanded={open === job.id} onClick={() => onOpen(open === job.id ? null : job.id)}>{open === job.id ? 'Hide' : 'Payload'}</button>
+                </td>
+              ) : null}
+            </tr>,
+            onOpen && open === job.id ? <tr key={`${job.id}-payload`} class="inspect-row"><td colSpan={columns}><PayloadPreview id={job.id} /></td></tr> : null,
+          ])}
         </tbody>
       </table>
     </div>
@@ -90,16 +165,60 @@ export function Jobs({ query: q }: { query: URLSearchParams }): JSX.Element {
   );
   // Only the first page follows the stream: later pages would shift under the reader.
   useLiveRefresh(jobs.reload, { when: (e) => page === 1 && e.type.startsWith('job.') && (!queue || e.data.queue_name === queue), pollMs: page === 1 ? 5000 : 0 }, [queue, page]);
+  const stats = useResource((signal) => api<JobStats>('GET', '/jobs/stats', { signal }).catch(() => null), []);
+  useLiveRefresh(stats.reload, { when: (e) => e.type.startsWith('job.'), pollMs: 10_000, livePollMs: 10_000 });
+  const [selected, setSelected] = useState<Set<string>>(new Set());
+  const [open, setOpen] = useState<string | null>(null);
+  const [pending, setPending] = useState<'retry' | 'cancel' | null>(null);
+  useEffect(() => setSelected(new Set()), [queue, status, tag, page]);
   const list = jobs.data;
+  const chosen = (list ?? []).filter((j) => selected.has(j.id));
+  const toggle = (ids: string[], on: boolean) => {
+    const next = new Set(selected);
+    for (const id of ids) {
+      if (on) next.add(id);
+      else next.delete(id);
+    }
+    setSelected(next);
+  };
+  const applicable = (kind: 'retry' | 'cancel') => chosen.filter((j) => BULK[kind].applies.includes(j.status));
   return (
     <div class="page">
       <PageHeader title="Jobs" />
       <Filters queue={queue} status={status} tag={tag} />
+      <StateCounts status={status} stats={stats.data ?? null} />
+      {list && list.length > 0 ? (
+        <div class="bulk-bar" role="toolbar" aria-label="Selected jobs">
+          <span class="muted small">{chosen.length} selected</span>
+          {(['retry', 'cancel'] as const).map((kind) => (
+            <button key={kind} type="button" disabled={applicable(kind).length === 0} onClick={() => setPending(kind)}
+              title={`${BULK[kind].label} applies to ${BULK[kind].applies.join(', ')} jobs`}>
+              {BULK[kind].label} selected ({applicable(kind).length})
+            </button>
+          ))}
+        </div>
+      ) : null}
       {!list ? (jobs.error ? <ErrorState error={jobs.error} what="Jobs" retry={jobs.reload} /> : <Loading />) : list.length === 0 ? (
         <EmptyState title={page > 1 ? 'No more jobs' : 'No jobs match'}>{queue || status || tag ? 'Try other filters.' : 'Enqueue a job with POST /api/v1/jobs and it shows up here.'}</EmptyState>
       ) : (
-        <JobTable jobs={list} now={now} />
+        <JobTable jobs={list} now={now} selected={selected} onToggle={toggle} open={open} onOpen={setOpen} />
       )}
+      {pending ? (
+        <ConfirmDialog
+          title={`${BULK[pending].label} ${applicable(pending).length} job(s)?`}
+          confirmLabel={BULK[pending].label}
+          danger={pending === 'cancel'}
+          onClose={() => setPending(null)}
+          onConfirm={async () => {
+            await runBulk(pending, applicable(pending));
+            setSelected(new Set());
+            jobs.reload();
+            stats.reload();
+          }}
+        >
+          <p>{BULK[pending].label} applies to {BULK[pending].applies.join(', ')} jobs{chosen.length > applicable(pending).length ? `; ${chosen.length - applicable(pending).length} other selected job(s) are left as they are` : ''}.</p>
+        </ConfirmDialog>
+      ) : null}
       <Pager page={page} hasNext={(list?.length ?? 0) === PAGE_SIZE} onPage={(p) => setQuery({ page: p === 1 ? null : p })} />
     </div>
   );

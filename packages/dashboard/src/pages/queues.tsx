@@ -180,7 +180,7 @@ export function Queues(): JSX.Element {
         <div class="table-wrap">
           <table>
             <thead>
-              <tr><th>Queue</th><th>State</th><th class="num">Depth</th><th class="num">In flight</th><th class="num">Oldest pending</th><th class="num">Failure rate 24 h</th><th class="num">Avg run time</th><th class="num">Workers</th><th /></tr>
+              <tr><th>Queue</th><th>State</th><th class="num">Depth</th><th class="num">In flight</th><th class="num">Oldest pending</th><th class="num">Failure rate 24 h</th><th class="num">Avg run time</th><th class="num">Workers</th><th class="actions" /></tr>
             </thead>
             <tbody>
               {list.map((q) => <QueueRowView key={q.name} q={q} reload={queues.reload} onPause={() => setPausing(q.name)} onConfig={() => setConfiguring(q.name)} />)}

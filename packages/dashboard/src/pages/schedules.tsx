@@ -49,7 +49,7 @@ export function Schedules(): JSX.Element {
       ) : (
         <div class="table-wrap">
           <table>
-            <thead><tr><th>Name</th><th>Cron</th><th>Queue</th><th>State</th><th>Next run</th><th>Last run</th><th class="num">Runs</th><th /></tr></thead>
+            <thead><tr><th>Name</th><th>Cron</th><th>Queue</th><th>State</th><th>Next run</th><th>Last run</th><th class="num">Runs</th><th class="actions" /></tr></thead>
             <tbody>
               {list.map((s) => (
                 <tr key={s.id} data-schedule-id={s.id}>

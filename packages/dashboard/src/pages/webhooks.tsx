@@ -79,7 +79,7 @@ function Deliveries({ webhook }: { webhook: Webhook }): JSX.Element {
       ) : (
         <div class="table-wrap">
           <table>
-            <thead><tr><th>Event</th><th>Status</th><th class="num">HTTP</th><th class="num">Attempts</th><th>Created</th><th>Error / response</th><th /></tr></thead>
+            <thead><tr><th>Event</th><th>Status</th><th class="num">HTTP</th><th class="num">Attempts</th><th>Created</th><th>Error / response</th><th class="actions" /></tr></thead>
             <tbody>
               {deliveries.data.map((d) => (
                 <tr key={d.id}>
@@ -127,7 +127,7 @@ export function Webhooks({ open }: { open: string | null }): JSX.Element {
       ) : (
         <div class="table-wrap">
           <table>
-            <thead><tr><th>Name</th><th>URL</th><th>Events</th><th>State</th><th>Last delivery</th><th class="num">Failures</th><th /></tr></thead>
+            <thead><tr><th>Name</th><th>URL</th><th>Events</th><th>State</th><th>Last delivery</th><th class="num">Failures</th><th class="actions" /></tr></thead>
             <tbody>
               {list.map((w) => (
                 <tr key={w.id}>

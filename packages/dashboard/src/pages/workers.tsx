@@ -14,7 +14,7 @@ function WorkerDetail({ id }: { id: string }): JSX.Element {
   const worker = useResource((signal) => api<Worker>('GET', `/workers/${encodeURIComponent(id)}`, { signal }), [id]);
   const w = worker.data;
   return (
-    <Modal title={`Worker ${shortId(id)}`} onClose={() => setQuery({ id: null })} wide>
+    <Modal title={w ? `Worker ${w.hostname}` : 'Worker'} onClose={() => setQuery({ id: null })} wide>
       {!w ? (worker.error ? <ErrorState error={worker.error} what="Workers" /> : <Loading />) : (
         <>
           <Facts items={[
@@ -50,15 +50,15 @@ export function Workers({ query }: { query: URLSearchParams }): JSX.Element {
       ) : (
         <div class="table-wrap">
           <table>
-            <thead><tr><th>Worker</th><th>Host</th><th>Queue</th><th>Health</th><th class="num">Current jobs</th><th>Last heartbeat</th></tr></thead>
+            <thead><tr><th>Worker</th><th>Id</th><th>Queue</th><th>Health</th><th class="num">Current jobs</th><th>Last heartbeat</th></tr></thead>
             <tbody>
               {list.map((w) => {
                 const age = w.last_heartbeat ? now - Date.parse(w.last_heartbeat) : null;
                 const late = w.status !== 'offline' && age !== null && age > LATE_MS;
                 return (
                   <tr key={w.id} data-worker-id={w.id}>
-                    <td class="mono"><a href={`/workers?id=${encodeURIComponent(w.id)}`} onClick={(e) => { e.preventDefault(); setQuery({ id: w.id }); }}>{shortId(w.id)}</a></td>
-                    <td>{w.hostname}</td>
+                    <td><a href={`/workers?id=${encodeURIComponent(w.id)}`} onClick={(e) => { e.preventDefault(); setQuery({ id: w.id }); }}>{w.hostname}</a></td>
+                    <td class="mono muted" title={w.id}>{shortId(w.id)}</td>
                     <td>{w.queue_name}</td>
                     <td><StatusBadge status={w.status} />{late ? <span class="badge badge-late" title="No heartbeat for a while">late</span> : null}</td>
                     <td class="num">

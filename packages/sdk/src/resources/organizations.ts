@@ -1,5 +1,6 @@
 /** Organizations, API keys, auth and billing (CONTRACT §3.2, §3.13, §3.14, §3.15). */
 import type { CallOptions } from '../http.js';
+import type { ApiKeyRole } from '@spool/protocol';
 import { Resource, seg } from './resource.js';
 
 export type PlanTier = 'free' | 'starter' | 'pro' | 'enterprise' | 'deleted';
@@ -31,7 +32,12 @@ export interface CreatedApiKey {
   name: string;
   createdAt: string;
   expiresAt?: string | null;
+  /** Spool extension (absent on other Spooled servers). */
+  queues?: string[];
+  /** Spool extension (absent on other Spooled servers). */
+  role?: ApiKeyRole;
 }
+
 
 export interface CreateOrganizationResult {
   organization: Organization;
@@ -142,6 +148,8 @@ export interface ApiKeySummary {
   id: string;
   name: string;
   queues: string[];
+  /** Spool extension (absent on other Spooled servers). */
+  role?: ApiKeyRole;
   rateLimit: number | null;
   isActive: boolean;
   createdAt: string;
@@ -155,6 +163,8 @@ export interface CreateApiKeyParams {
   queues?: string[];
   rateLimit?: number;
   expiresAt?: Date | string;
+  /** Spool extension; default admin. */
+  role?: ApiKeyRole;
 }
 
 export class ApiKeysResource extends Resource {
@@ -170,7 +180,7 @@ export class ApiKeysResource extends Resource {
     return this.call({ method: 'GET', path: `/api/v1/api-keys/${seg(id)}` }, options);
   }
 
-  update(id: string, params: { name?: string; queues?: string[]; rateLimit?: number | null; isActive?: boolean }, options?: CallOptions): Promise<ApiKeySummary> {
+  update(id: string, params: { name?: string; queues?: string[]; rateLimit?: number | null; isActive?: boolean; role?: ApiKeyRole }, options?: CallOptions): Promise<ApiKeySummary> {
     return this.call({ method: 'PUT', path: `/api/v1/api-keys/${seg(id)}`, body: params }, options);
   }
 

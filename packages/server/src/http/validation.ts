@@ -31,7 +31,7 @@ export function installValidators(app: FastifyInstance): void {
   });
 }
 
-/** Turns ajv errors into one message that names the field, e.g. "body.queue_name must NOT have fewer than 1 characters". */
+/** Turns ajv errors into one message that names the field, e.g. "queue_name must NOT have fewer than 1 characters". */
 export function describeValidationError(errors: ErrorObject[] | readonly { instancePath?: string; message?: string; params?: Record<string, unknown>; keyword?: string }[], part: string | undefined): { message: string; field: string | null } {
   const first = errors[0];
   if (!first) return { message: 'Invalid request', field: null };

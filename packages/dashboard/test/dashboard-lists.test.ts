@@ -1,0 +1,138 @@
+/**
+ * Issue 19's dashboard gaps, end to end in chromium against a real server: the Overview's
+ * chart axes, the dead letters' error column, the jobs list's counts, payload preview and bulk
+ * actions, workers by hostname, and row actions on a phone-sized screen.
+ */
+import assert from 'node:assert/strict';
+import { after, before, describe, it } from 'node:test';
+import type { Browser } from 'playwright-core';
+import { startTestServer, type TestServer } from '../../../test-support/server.js';
+import { launchBrowser, openDashboard, signIn, type DashboardPage } from './browser.js';
+
+let server: TestServer;
+let browser: Browser;
+const open: DashboardPage[] = [];
+
+before(async () => {
+  [server, browser] = await Promise.all([startTestServer('dashboard_lists'), launchBrowser()]);
+});
+after(async () => {
+  await Promise.all(open.map((d) => d.close().catch(() => {})));
+  await browser?.close();
+  await server?.close();
+});
+
+const api = async (method: string, path: string, body?: unknown) => {
+  const res = await server.request(method, `/api/v1${path}`, { body });
+  assert.ok(res.status < 300, `${method} ${path} → ${res.status} ${res.text}`);
+  return res.body;
+};
+
+async function signedIn(path: string, viewport?: { width: number; height: number }): Promise<DashboardPage> {
+  const d = await openDashboard(browser, server.url, viewport);
+  open.push(d);
+  await signIn(d.page, server.apiKey);
+  await d.page.goto(path);
+  return d;
+}
+
+/** A dead letter on `queue` with `error`, as a worker makes one. */
+async function deadLetter(queue: string, error: string): Promise<string> {
+  const { id } = await api('POST', '/jobs', { queue_name: queue, payload: { for: queue }, max_retries: 0 });
+  const [claimed] = (await api('POST', '/jobs/claim', { queue_name: queue, worker_id: `w-${queue}` })).jobs;
+  await api('POST', `/jobs/${id}/fail`, { worker_id: `w-${queue}`, lease_id: claimed.lease_id, error });
+  return id;
+}
+
+describe('dashboard lists', { timeout: 180_000 }, () => {
+  it('Overview: the oldest-pending axis is wide enough for "1 min 20 s", and one sample spans minutes, not years', async () => {
+    const { id } = await api('POST', '/jobs', { queue_name: 'old-q', payload: {} });
+    // A job that has waited 80 s, without the test waiting 80 s.
+    await server.database.pool.query(`UPDATE spool.jobs SET created_at = now() - interval '80 seconds' WHERE id = $1`, [id]);
+
+    const d = await signedIn('/');
+    const oldest = d.page.locator('figure.chart', { hasText: 'Oldest pending job' }).locator('.chart-canvas');
+    await oldest.and(d.page.locator('[data-x-span]')).waitFor();
+    const span = Number(await oldest.getAttribute('data-x-span'));
+    assert.ok(span > 0 && span <= 3600, `with fewer than two samples the time axis spans ${span} s`);
+
+    await d.page.waitForFunction(() => {
+      const el = [...document.querySelectorAll('figure.chart')].find((f) => f.textContent?.includes('Oldest pending job'))?.querySelector<HTMLElement>('.chart-canvas');
+      return el?.dataset.yLabels?.includes('min') ?? false;
+    });
+    const labels = (await oldest.getAttribute('data-y-labels'))!.split('|');
+    assert.ok(labels.some((l) => /^1 min \d+ s$/.test(l)), labels.join(', '));
+    const labelWidth = Number(await oldest.getAttribute('data-y-label-width'));
+    const axis = Number(await oldest.getAttribute('data-y-axis-size'));
+    assert.ok(labelWidth + 15 <= axis, `labels ${labelWidth}px wide fit the ${axis}px axis with its ticks`);
+    d.assertNoConsoleErrors();
+  });
+
+  it('dead letters show their error; on a phone the row actions are on screen', async () => {
+    const id = await deadLetter('err-q', 'SMTP 554: mailbox unavailable');
+    const d = await signedIn('/dead-letters?queue=err-q');
+    const row = d.page.locator(`tr[data-job-id="${id}"]`);
+    await row.locator('td.error-cell', { hasText: 'SMTP 554: mailbox unavailable' }).waitFor();
+    assert.equal(await d.page.locator('.dlq-table th', { hasText: 'Error' }).count(), 1);
+    d.assertNoConsoleErrors();
+
+    const phone = await signedIn('/dead-letters?queue=err-q', { width: 390, height: 844 });
+    const replay = phone.page.locator(`tr[data-job-id="${id}"]`).getByRole('button', { name: 'Replay' });
+    await replay.waitFor();
+    const box = (await replay.boundingBox())!;
+    assert.ok(box.x >= 0 && box.x + box.width <= 390, `Replay is at ${box.x}..${box.x + box.width} on a 390 px screen`);
+    await phone.screenshot('narrow-dead-letters');
+    await replay.click();
+    await phone.page.getByRole('dialog', { name: 'Replay dead letters?' }).waitFor();
+    phone.assertNoConsoleErrors();
+  });
+
+  it('jobs list: counts by status, a payload preview, and retry / cancel of the selected jobs', async () => {
+    const failed = await deadLetter('bulk-q', 'boom');
+    const second = await deadLetter('bulk-q', 'boom again');
+    const { id: waiting } = await api('POST', '/jobs', { queue_name: 'bulk-q', payload: { greeting: 'hello preview' } });
+    const stats = await api('GET', '/jobs/stats');
+
+    const d = await signedIn('/jobs?queue=bulk-q');
+    const { page } = d;
+    const counts = page.getByRole('list', { name: 'Jobs by status' });
+    await counts.locator('[data-status="deadletter"]', { hasText: String(stats.deadletter) }).waitFor();
+    assert.match(await counts.locator('[data-status="pending"]').innerText(), new RegExp(`pending\\s+${stats.pending}`));
+
+    await page.locator(`tr[data-job-id="${waiting}"]`).getByRole('button', { name: 'Payload' }).click();
+    await page.locator('.inspect-row').getByText('hello preview').waitFor();
+
+    // Select everything: retry applies to the two dead letters only, cancel to the pending job only.
+    await page.getByRole('checkbox', { name: 'Select all on this page' }).check();
+    const toolbar = page.getByRole('toolbar', { name: 'Selected jobs' });
+    await toolbar.getByText('3 selected').waitFor();
+    await toolbar.getByRole('button', { name: 'Retry selected (2)' }).click();
+    await page.getByRole('dialog', { name: 'Retry 2 job(s)?' }).getByRole('button', { name: 'Retry' }).click();
+    await page.getByRole('status').filter({ hasText: 'Retried 2 job(s).' }).waitFor();
+    assert.equal((await api('GET', `/jobs/${failed}`)).status, 'pending');
+    assert.equal((await api('GET', `/jobs/${second}`)).status, 'pending');
+
+    await page.locator(`tr[data-job-id="${waiting}"]`).getByRole('checkbox').check();
+    await toolbar.getByRole('button', { name: 'Cancel selected (1)' }).click();
+    await page.getByRole('dialog', { name: 'Cancel 1 job(s)?' }).getByRole('button', { name: 'Cancel', exact: true }).last().click();
+    await page.getByRole('status').filter({ hasText: 'Cancelled 1 job(s).' }).waitFor();
+    assert.equal((await api('GET', `/jobs/${waiting}`)).status, 'cancelled');
+    await d.screenshot('jobs-bulk');
+    d.assertNoConsoleErrors();
+  });
+
+  it('workers are named by hostname, in the list and on the job they run', async () => {
+    const { id: workerId } = await api('POST', '/workers/register', { queue_name: 'host-q', hostname: 'render-box-7.local', max_concurrency: 2 });
+    const { id: jobId } = await api('POST', '/jobs', { queue_name: 'host-q', payload: {} });
+    await api('POST', '/jobs/claim', { queue_name: 'host-q', worker_id: workerId });
+
+    const d = await signedIn('/workers');
+    const row = d.page.locator(`tr[data-worker-id="${workerId}"]`);
+    await row.getByRole('link', { name: 'render-box-7.local' }).click();
+    await d.page.getByRole('dialog', { name: 'Worker render-box-7.local' }).waitFor();
+
+    await d.page.goto(`/jobs/${jobId}`);
+    await d.page.locator('.facts').getByRole('link', { name: 'render-box-7.local' }).waitFor();
+    d.assertNoConsoleErrors();
+  });
+});

@@ -3,6 +3,7 @@
  * The only place (with the CLI) that installs signal handlers.
  */
 import { loadConfig } from './config.js';
+import { errorFields } from './log-fields.js';
 import { startSpool } from './runtime.js';
 
 async function main(): Promise<void> {
@@ -25,7 +26,7 @@ async function main(): Promise<void> {
     spool.stop().then(
       () => process.exit(0),
       (err) => {
-        spool.logger.error({ err }, 'shutdown failed');
+        spool.logger.error({ error: errorFields(err) }, 'shutdown failed');
         process.exit(1);
       },
     );

@@ -28,4 +28,8 @@ export function installRequestLog(app: FastifyInstance, slowMs: number): void {
     else if (slowMs > 0 && responseTime >= slowMs && !longLived(request, reply)) request.log.warn({ ...fields, slowMs }, 'slow request');
     else request.log.debug(fields, 'request completed');
   });
+  // A stream the client hangs up never finishes, so onResponse never runs for it.
+  app.addHook('onRequestAbort', async (request) => {
+    request.log.debug({ req: request }, 'request ended by the client');
+  });
 }

@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import type { Socket } from 'node:net';
-import Fastify, { type FastifyBaseLogger, type FastifyInstance } from 'fastify';
+import Fastify, { LogController, type FastifyBaseLogger, type FastifyInstance } from 'fastify';
 import swagger from '@fastify/swagger';
 import swaggerUi from '@fastify/swagger-ui';
 import websocket from '@fastify/websocket';
@@ -16,6 +16,7 @@ import { installErrorHandler } from './http/errors.js';
 import { answerBadHandshakes, answerExpectations, clientErrorHandler, frameworkErrors } from './http/framework-errors.js';
 import { installJsonBodyParser } from './http/json-body.js';
 import { installRequestLog } from './http/request-log.js';
+import { installUnknownFieldWarnings } from './http/warnings.js';
 import type { TokenService } from './http/jwt.js';
 import { createRateLimits } from './http/rate-limit.js';
 import { installValidators } from './http/validation.js';
@@ -166,7 +167,7 @@ export async function buildApp(ctx: AppContext): Promise<FastifyInstance> {
     clientErrorHandler,
     frameworkErrors,
     // installRequestLog writes one line per request instead of Fastify's two at info.
-    disableRequestLogging: true,
+    logController: new LogController({ disableRequestLogging: true }),
   });
   answerExpectations(app.server);
   app.decorateRequest('auth', null);
@@ -178,6 +179,7 @@ export async function buildApp(ctx: AppContext): Promise<FastifyInstance> {
     for (const method of methods) routeTable.push({ method, url: route.url, schema: route.schema as Record<string, unknown> | undefined, operation: (route.config as { operation?: string } | undefined)?.operation });
   });
   installValidators(app);
+  installUnknownFieldWarnings(app);
   installJsonBodyParser(app);
   installErrorHandler(app);
   // Before the listener stops and in-flight requests are awaited: waiting

@@ -24,10 +24,10 @@ async function main(): Promise<void> {
     }
     spool.logger.info({ signal }, 'shutting down');
     spool.stop().then(
-      () => process.exit(0),
+      () => spool.logger.flush(() => process.exit(0)),
       (err) => {
         spool.logger.error({ error: errorFields(err) }, 'shutdown failed');
-        process.exit(1);
+        spool.logger.flush(() => process.exit(1));
       },
     );
   };

@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import type { Socket } from 'node:net';
-import Fastify, { type FastifyBaseLogger, type FastifyInstance } from 'fastify';
+import Fastify, { LogController, type FastifyBaseLogger, type FastifyInstance } from 'fastify';
 import swagger from '@fastify/swagger';
 import swaggerUi from '@fastify/swagger-ui';
 import websocket from '@fastify/websocket';
@@ -17,6 +17,8 @@ import { requireAuthorization } from './http/route-authorization.js';
 import { installErrorHandler } from './http/errors.js';
 import { answerBadHandshakes, answerExpectations, clientErrorHandler, frameworkErrors } from './http/framework-errors.js';
 import { installJsonBodyParser } from './http/json-body.js';
+import { installRequestLog } from './http/request-log.js';
+import { installUnknownFieldWarnings } from './http/warnings.js';
 import type { TokenService } from './http/jwt.js';
 import { createRateLimits } from './http/rate-limit.js';
 import { installValidators } from './http/validation.js';
@@ -166,6 +168,8 @@ export async function buildApp(ctx: AppContext): Promise<FastifyInstance> {
     http: { headersTimeout: ctx.config.httpHeadersTimeoutMs, connectionsCheckingInterval: connectionsCheckingInterval(ctx.config) },
     clientErrorHandler,
     frameworkErrors,
+    // installRequestLog writes one line per request instead of Fastify's two at info.
+    logController: new LogController({ disableRequestLogging: true }),
   });
   answerExpectations(app.server);
   app.decorateRequest('auth', null);
@@ -177,6 +181,7 @@ export async function buildApp(ctx: AppContext): Promise<FastifyInstance> {
     for (const method of methods) routeTable.push({ method, url: route.url, schema: route.schema as Record<string, unknown> | undefined, operation: (route.config as { operation?: string } | undefined)?.operation });
   });
   installValidators(app);
+  installUnknownFieldWarnings(app);
   installJsonBodyParser(app);
   installCanonicalIds(app);
   installErrorHandler(app);
@@ -195,6 +200,7 @@ export async function buildApp(ctx: AppContext): Promise<FastifyInstance> {
   app.addHook('preClose', async () => {
     for (const socket of connections) if (socket.bytesRead === 0) socket.destroy();
   });
+  installRequestLog(app, ctx.config.logSlowRequestMs);
   ctx.metrics.installHttpHooks(app);
   app.addHook('onSend', async (request, reply) => {
     reply.header('x-request-id', request.id);

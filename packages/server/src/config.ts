@@ -39,6 +39,8 @@ export interface Config {
   /** Requests per minute per client IP on unauthenticated routes (login, registration, admin); 0 = no limit. */
   publicRateLimitPerMinute: number;
   logLevel: string;
+  /** A request that takes longer (long polls and streams aside) is logged at warn; 0 = never. Every request is logged at debug. */
+  logSlowRequestMs: number;
   poolMax: number;
   environment: 'development' | 'production';
   /** Leader lease lifetime: a dead leader is replaced within this long (docs/scheduler.md). */
@@ -212,6 +214,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     defaultPlan: oneOf(env, 'DEFAULT_PLAN', PLAN_TIERS, 'free'),
     publicRateLimitPerMinute: int(env, 'RATE_LIMIT_PUBLIC_PER_MINUTE', 600, 0, 1_000_000),
     logLevel: oneOf(env, 'LOG_LEVEL', ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const, 'info'),
+    logSlowRequestMs: int(env, 'LOG_SLOW_REQUEST_MS', 1_000, 0, 3_600_000),
     poolMax: int(env, 'DATABASE_POOL_MAX', 20, 1, 1000),
     environment,
     leaderTtlMs: int(env, 'SPOOL_LEADER_TTL_MS', 15_000, 1_000, 600_000),

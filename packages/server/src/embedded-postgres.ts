@@ -41,6 +41,8 @@ export interface EmbeddedPostgres {
   /** Connection string for the `postgres` maintenance database. */
   adminUrl: string;
   port: number;
+  /** Called once if PostgreSQL exits before `stop()` (a signal from outside, a crash), with the exit code or signal. */
+  onUnexpectedExit(listener: (reason: string) => void): void;
   stop(): Promise<void>;
 }
 
@@ -290,10 +292,17 @@ export async function startEmbeddedPostgres(options: EmbeddedPostgresOptions): P
   }
 
   let stopped = false;
+  let unexpectedExit: ((reason: string) => void) | null = null;
+  child.once('exit', (code, signal) => {
+    if (!stopped) unexpectedExit?.(signal ? `signal ${signal}` : `exit code ${code}`);
+  });
   return {
     url: `postgres://postgres:${encodeURIComponent(config.password)}@127.0.0.1:${config.port}/${encodeURIComponent(database)}`,
     adminUrl,
     port: config.port,
+    onUnexpectedExit(listener) {
+      unexpectedExit = listener;
+    },
     async stop() {
       if (stopped) return;
       stopped = true;

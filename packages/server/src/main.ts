@@ -3,6 +3,7 @@
  * The only place (with the CLI) that installs signal handlers.
  */
 import { loadConfig } from './config.js';
+import { errorFields } from './log-fields.js';
 import { startSpool } from './runtime.js';
 
 async function main(): Promise<void> {
@@ -23,10 +24,10 @@ async function main(): Promise<void> {
     }
     spool.logger.info({ signal }, 'shutting down');
     spool.stop().then(
-      () => process.exit(0),
+      () => spool.logger.flush(() => process.exit(0)),
       (err) => {
-        spool.logger.error({ err }, 'shutdown failed');
-        process.exit(1);
+        spool.logger.error({ error: errorFields(err) }, 'shutdown failed');
+        spool.logger.flush(() => process.exit(1));
       },
     );
   };

@@ -31,7 +31,10 @@ import { EnqueueBatcher } from './enqueue-batcher.js';
 import type { Config } from './config.js';
 import { startEmbeddedPostgres, type EmbeddedPostgres } from './embedded-postgres.js';
 import { GrpcServer } from './grpc/server.js';
-import { DEVELOPMENT_PLAN, ensureDevelopmentOrganization, firstStartMessage, metricsTokenMessage } from './first-start.js';
+import { existsSync, readFileSync, writeFileSync } from 'node:fs';
+import { resolve } from 'node:path';
+import { DEVELOPMENT_PLAN, developmentOrganizationId, ensureDevelopmentOrganization, firstStartMessage, keyHintMessage, metricsTokenMessage, OPERATOR_TOKEN_FILE } from './first-start.js';
+import { adminCredential } from './http/admin-auth.js';
 import { MetricsOperatorToken } from './metrics/operator-token.js';
 import { TokenService } from './http/jwt.js';
 import { cronJobAdmission } from './http/plan-limits.js';
@@ -40,6 +43,7 @@ import { webhookPolicy } from './webhooks/ssrf.js';
 import { SpoolMetrics } from './metrics/spool-metrics.js';
 import { VERSION } from './version.js';
 import { waitForDatabase } from './wait-for-database.js';
+import { errorFields } from './log-fields.js';
 
 /** How long a starting process waits for an unreachable database before it gives up and exits. */
 const DATABASE_WAIT_MS = 60_000;
@@ -79,6 +83,26 @@ async function checkNotifications(notifier: Notifier, db: Db, config: Config): P
     + 'If DATABASE_URL points at PgBouncer or another pooler in transaction mode, set DATABASE_DIRECT_URL to a direct PostgreSQL connection (docs/pgbouncer.md).');
 }
 
+/**
+ * With the embedded PostgreSQL the data directory belongs to this cluster
+ * alone, so a generated operator token is kept there (mode 0600, beside the
+ * database password in pg.json) and a later start can say where it is.
+ * Replicas on an external DATABASE_URL share no directory: there it is
+ * shown once only. Returns the file when it holds the current token.
+ */
+function keepOperatorToken(file: string, token: MetricsOperatorToken, logger: Logger): string | null {
+  try {
+    if (token.generated) {
+      writeFileSync(file, `${token.generated}\n`, { mode: 0o600 });
+      return file;
+    }
+    if (existsSync(file) && token.matches(readFileSync(file, 'utf8').trim())) return file;
+  } catch (err) {
+    logger.warn({ error: errorFields(err), file }, 'the operator token file cannot be written or read');
+  }
+  return null;
+}
+
 export interface StartOptions {
   logger?: Logger;
   /** Where the first-start message (the development key) goes; default stdout, never the log. */
@@ -110,16 +134,24 @@ export async function startSpool(config: Config, options: StartOptions = {}): Pr
     logger.info({ port: embedded.port }, 'embedded PostgreSQL is ready');
   }
 
-  const db = createPool({ connectionString: databaseUrl, max: config.poolMax, preparedStatements: config.preparedStatements }, (err) => logger.warn({ err }, 'idle database connection failed'));
+  if (embedded) {
+    const running = embedded;
+    running.onUnexpectedExit((reason) => logger.error({ reason }, `embedded PostgreSQL exited while Spool was running (see ${config.dataDir}/postgres.log). To stop Spool, signal the Spool process only: it stops PostgreSQL itself after the last request`));
+  }
+  // Set once stop() begins: connections that break from then on are expected, not news.
+  let shuttingDown = false;
+  const db = createPool({ connectionString: databaseUrl, max: config.poolMax, preparedStatements: config.preparedStatements }, (err) => {
+    logger[shuttingDown ? 'debug' : 'warn']({ error: errorFields(err) }, 'idle database connection failed');
+  });
   const services: Service[] = [];
   try {
     const migrated = await waitForDatabase(() => migrate(db, (message) => logger.info(message)), {
       waitMs: DATABASE_WAIT_MS,
-      log: (message, err) => logger.warn({ err }, message),
+      log: (message, err) => logger.warn({ error: errorFields(err) }, message),
     });
     logger.info({ version: migrated.current, applied: migrated.applied }, 'database schema is current');
 
-    const log = (message: string, err?: unknown) => logger.warn({ err }, message);
+    const log = (message: string, err?: unknown) => logger[shuttingDown ? 'debug' : 'warn'](err === undefined ? {} : { error: errorFields(err) }, message);
     // LISTEN belongs to a session: behind a transaction-mode pooler it must
     // use the direct connection, or notifications go to whichever server
     // connection the pooler happened to pick (docs/pgbouncer.md).
@@ -189,8 +221,21 @@ export async function startSpool(config: Config, options: StartOptions = {}): Pr
     const url = address.replace('0.0.0.0', '127.0.0.1').replace('[::]', '127.0.0.1');
     logger.info({ url, grpcPort, grpcTls: config.grpcTlsCert !== null }, 'Spool is listening');
     const announce = options.announce ?? ((message: string) => process.stdout.write(`${message}\n`));
-    if (development) announce(firstStartMessage(url.replace('127.0.0.1', 'localhost'), development.apiKey, DEVELOPMENT_PLAN));
-    if (metricsToken.generated) announce(metricsTokenMessage(url.replace('127.0.0.1', 'localhost'), metricsToken.generated));
+    const shownUrl = url.replace('127.0.0.1', 'localhost');
+    const admin = adminCredential(config, metricsToken);
+    const tokenFile = embedded && !config.metricsToken ? keepOperatorToken(resolve(config.dataDir, OPERATOR_TOKEN_FILE), metricsToken, logger) : null;
+    if (development) announce(firstStartMessage(shownUrl, development.apiKey, DEVELOPMENT_PLAN));
+    if (metricsToken.generated) announce(metricsTokenMessage(shownUrl, { generated: metricsToken.generated, file: tokenFile, admitsAdmin: admin.source === 'operator token' }));
+    if (!development) {
+      announce(keyHintMessage({
+        url: shownUrl,
+        environment: config.environment,
+        registrationMode: config.registrationMode,
+        admin: admin.source === 'operator token' ? (config.metricsToken ? 'METRICS_TOKEN' : 'generated operator token') : admin.source,
+        operatorTokenFile: tokenFile,
+        developmentOrganizationId: await developmentOrganizationId(db),
+      }));
+    }
 
     let stopping: Promise<void> | null = null;
     return {
@@ -205,17 +250,26 @@ export async function startSpool(config: Config, options: StartOptions = {}): Pr
       apiKeys,
       stop() {
         stopping ??= (async () => {
-          // HTTP and gRPC drain side by side (stopping the gRPC server again below is a no-op).
-          await Promise.all([app.close(), grpc.stop()]);
-          await Promise.all([enqueueBatcher.drain(), completeBatcher.drain()]);
-          for (const service of [...services].reverse()) await service.stop();
-          await db.end();
-          if (embedded) await embedded.stop();
+          shuttingDown = true;
+          try {
+            // HTTP and gRPC drain side by side (stopping the gRPC server again below is a no-op).
+            await Promise.all([app.close(), grpc.stop()]);
+            await Promise.all([enqueueBatcher.drain(), completeBatcher.drain()]);
+            for (const service of [...services].reverse()) await service.stop();
+          } finally {
+            // Every pooled connection is closed before the embedded PostgreSQL
+            // stops, even when a service failed to stop: otherwise its fast
+            // shutdown breaks them and each one is reported as a failure.
+            await db.end();
+            if (embedded) await embedded.stop();
+          }
+          logger.info('Spool stopped');
         })();
         return stopping;
       },
     };
   } catch (err) {
+    shuttingDown = true;
     for (const service of [...services].reverse()) await Promise.resolve(service.stop()).catch(() => {});
     await db.end().catch(() => {});
     if (embedded) await embedded.stop();

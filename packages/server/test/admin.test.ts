@@ -37,6 +37,57 @@ describe('admin authentication', () => {
   });
 });
 
+describe('the operator token as the admin key', () => {
+  const mint = (target: TestServer, key: string) => target.request('POST', `/api/v1/admin/organizations/${target.organizationId}/api-keys`, { auth: null, body: { name: 'minted' }, headers: { 'x-admin-key': key } });
+
+  it('in development without ADMIN_API_KEY, the operator token mints a key; nothing else does', async () => {
+    const dev = await startTestServer('adminoperator', { adminApiKey: null, metricsToken: 'operator-token-dev-1234' });
+    try {
+      const minted = await mint(dev, 'operator-token-dev-1234');
+      assert.equal(minted.status, 201, minted.text);
+      assert.equal((await dev.request('GET', '/api/v1/dashboard', { auth: minted.body.key })).status, 200);
+      const wrong = await mint(dev, 'operator-token-dev-1235');
+      assert.equal(wrong.status, 401);
+      assert.match(wrong.body.message, /send the operator token .*or set ADMIN_API_KEY/);
+      // Closed registration takes the same credential.
+      const closed = await startTestServer('adminoperatorclosed', { adminApiKey: null, metricsToken: 'operator-token-dev-5678', registrationMode: 'closed' });
+      try {
+        const body = { name: 'Closed Co', slug: slug('closed') };
+        assert.equal((await closed.request('POST', '/api/v1/organizations', { auth: null, body })).status, 403);
+        assert.equal((await closed.request('POST', '/api/v1/organizations', { auth: null, body, headers: { 'x-admin-key': 'operator-token-dev-5678' } })).status, 201);
+      } finally {
+        await closed.close();
+      }
+    } finally {
+      await dev.close();
+    }
+  });
+
+  it('once ADMIN_API_KEY is set, only it is the admin key', async () => {
+    const both = await startTestServer('adminboth', { adminApiKey: 'the-admin-key-1234', metricsToken: 'operator-token-both-1234' });
+    try {
+      assert.equal((await mint(both, 'operator-token-both-1234')).status, 401);
+      assert.equal((await mint(both, 'the-admin-key-1234')).status, 201);
+    } finally {
+      await both.close();
+    }
+  });
+
+  it('in production without ADMIN_API_KEY the admin API is off: the operator token opens /metrics only', async () => {
+    const production = await startTestServer('adminprod', { adminApiKey: null, metricsToken: 'operator-token-prod-1234', environment: 'production' });
+    try {
+      const refused = await mint(production, 'operator-token-prod-1234');
+      assert.equal(refused.status, 401);
+      assert.match(refused.body.message, /disabled in production until ADMIN_API_KEY is set/);
+      const metrics = await fetch(`${production.url}/metrics`, { headers: { authorization: 'Bearer operator-token-prod-1234' } });
+      assert.equal(metrics.status, 200);
+      await metrics.arrayBuffer();
+    } finally {
+      await production.close();
+    }
+  });
+});
+
 describe('admin organizations', () => {
   it('creates an organization on a chosen plan with a working key (201)', async () => {
     const created = await admin('POST', '/organizations', { name: 'Pro Customer', slug: slug('pro'), plan_tier: 'pro', billing_email: 'b@pro.test' });

@@ -8,7 +8,10 @@ import { pino } from 'pino';
 import type { AppContext } from '../src/app.js';
 import { DashboardAssets, dashboardAssets } from '../src/dashboard-assets.js';
 import { installErrorHandler } from '../src/http/errors.js';
-import { dashboardUiRoutes } from '../src/routes/dashboard-ui.js';
+import { readFileSync } from 'node:fs';
+import { fileURLToPath } from 'node:url';
+import { DASHBOARD_SECTIONS, dashboardUiRoutes } from '../src/routes/dashboard-ui.js';
+import { VERSION } from '../src/version.js';
 import { startTestServer, type TestServer } from '../../../test-support/server.js';
 
 let server: TestServer;
@@ -37,6 +40,45 @@ describe('dashboard at /', () => {
       assert.equal(res.status, 200, path);
       assert.match(await res.text(), /<div id="app">/, path);
     }
+  });
+
+  it('serves index.html for every route of the app (app.tsx ROUTES), and only under its sections', async () => {
+    const source = readFileSync(fileURLToPath(new URL('../../dashboard/src/app.tsx', import.meta.url)), 'utf8');
+    const routes = source.slice(source.indexOf('const ROUTES')).split('];')[0]!;
+    const patterns = [...routes.matchAll(/\[\s*'(\/[^']*)'/g)].map((m) => m[1]!);
+    assert.ok(patterns.length >= 5, routes);
+    for (const pattern of patterns) {
+      const path = pattern.replace(/:[a-z]+/gi, 'web.1');
+      assert.ok(pattern === '/' || DASHBOARD_SECTIONS.includes(pattern.split('/')[1] as never), `${pattern}: add its section to DASHBOARD_SECTIONS`);
+      const res = await get(path, { accept: 'text/html' });
+      assert.equal(res.status, 200, path);
+      assert.match(await res.text(), /<div id="app">/, path);
+    }
+  });
+
+  it('answers paths that are no page with a 404: a plain page for a browser, the JSON error otherwise', async () => {
+    for (const path of ['/healthz', '/readyz', '/livez', '/nope', '/jobs/a/b', '/queue', '/wp-admin/', '/index']) {
+      const browser = await get(path, { accept: 'text/html,application/xhtml+xml' });
+      assert.equal(browser.status, 404, path);
+      assert.match(browser.headers.get('content-type') ?? '', /^text\/html/, path);
+      const page = await browser.text();
+      assert.doesNotMatch(page, /<div id="app">/, path);
+      assert.match(page, /There is no page at <code>/, path);
+      const probe = await get(path);
+      assert.equal(probe.status, 404, path);
+      const body = (await probe.json()) as { code: string; message: string; details: unknown };
+      assert.equal(body.code, 'NOT_FOUND', path);
+      assert.ok('details' in body, path);
+    }
+    const healthz = (await (await get('/healthz')).json()) as { message: string };
+    assert.match(healthz.message, /health checks are GET \/health, \/health\/live and \/health\/ready/);
+    assert.doesNotMatch((await (await get('/<script>x', { accept: 'text/html' })).text()), /<script>x/, 'the path is escaped');
+  });
+
+  it('/health reports the version', async () => {
+    const health = (await (await get('/health')).json()) as { status: string; version: string; database: boolean; cache: boolean };
+    assert.deepEqual(health, { status: 'healthy', version: VERSION, database: true, cache: true });
+    assert.match(VERSION, /^\d+\.\d+\.\d+/);
   });
 
   it('serves hashed assets pre-compressed and cached for good', async () => {

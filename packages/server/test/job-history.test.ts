@@ -43,7 +43,8 @@ describe('GET /jobs/{id}/history (extension)', () => {
 
     const limited = await req('GET', `/jobs/${id}/history?limit=2`);
     assert.deepEqual(limited.body.map((r: any) => r.event), ['create', 'claim']);
-    assert.equal((await req('GET', `/jobs/${id}/history?limit=abc`)).body.length, 5, 'an unreadable limit falls back to the default');
+    assert.equal((await req('GET', `/jobs/${id}/history?limit=abc`)).status, 400, "an unreadable limit of an extension is refused (warnings.test.ts)");
+    assert.equal((await req('GET', `/jobs/${id}/history`)).body.length, 5, 'no limit: the default');
   });
 
   it('is a 404 for unknown ids, malformed ids and other organizations\' jobs', async () => {

@@ -41,7 +41,9 @@ describe('first start', () => {
     const again = await startSpool(config, { logger: pino({ level: 'silent' }), announce });
     await again.stop();
     assert.equal(messages.length, 1, 'a database that has organizations gets no new one');
-    assert.equal(announced.length, 2, 'nor a new metrics token');
+    assert.equal(announced.length, 3, 'nor a new metrics token: only how to get a key');
+    assert.match(announced[2]!, /To get an API key for the development organization .*\n.*X-Admin-Key: <the operator token printed at first start>.*\/api\/v1\/admin\/organizations\/[0-9a-f-]{36}\/api-keys/);
+    assert.match(announced[2]!, /Lost the operator token\? Set ADMIN_API_KEY/, 'an external database keeps no token file');
     const { rows } = await database.pool.query<{ n: number }>('SELECT count(*)::int AS n FROM spool.organizations');
     assert.equal(rows[0]!.n, 1);
   });
@@ -52,10 +54,12 @@ describe('first start', () => {
     const messages: string[] = [];
     const spool = await startSpool(configFor(database, { environment: 'production' }), { logger: pino({ level: 'silent' }), announce: (m) => messages.push(m) });
     await spool.stop();
-    // Production creates no organization; it does show the generated metrics operator token, once.
-    assert.equal(messages.length, 1);
+    // Production creates no organization; it does show the generated metrics operator token, once, and how to get a key.
+    assert.equal(messages.length, 2);
     assert.match(messages[0]!, /operator token for \/metrics/);
-    assert.doesNotMatch(messages[0]!, /sk_(test|live)_/);
+    assert.doesNotMatch(messages[0]!, /admin key/, 'in production the operator token opens /metrics only');
+    assert.match(messages[1]!, /the admin API is off in production until ADMIN_API_KEY is set/);
+    for (const message of messages) assert.doesNotMatch(message, /sk_(test|live)_/);
     const { rows } = await database.pool.query<{ n: number }>('SELECT count(*)::int AS n FROM spool.organizations');
     assert.equal(rows[0]!.n, 0);
   });

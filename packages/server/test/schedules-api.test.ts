@@ -193,7 +193,9 @@ describe('schedules API (CONTRACT §3.9)', () => {
     assert.equal(preview.body.next_runs[0], created.next_run_at);
     const gaps = preview.body.next_runs.slice(1).map((t: string, i: number) => new Date(t).getTime() - new Date(preview.body.next_runs[i]).getTime());
     assert.ok(gaps.every((g: number) => Math.abs(g - 7 * 86400_000) <= 3600_000));
-    assert.equal((await server.request('GET', `/api/v1/schedules/${created.id}/preview?count=100000`)).body.next_runs.length, 100);
+    // An extension's parameter: out of range is a 400 (docs/jobs-api.md, "Warnings"), not clamped like a contract list's limit.
+    assert.equal((await server.request('GET', `/api/v1/schedules/${created.id}/preview?count=100000`)).status, 400);
+    assert.equal((await server.request('GET', `/api/v1/schedules/${created.id}/preview?count=100`)).body.next_runs.length, 100);
     const unsaved = await server.request('POST', '/api/v1/schedules/preview', { body: { cron_expression: '0 30 2 * * *', timezone: 'America/New_York', count: 3, after: '2026-03-06T12:00:00Z' } });
     assert.equal(unsaved.status, 200);
     assert.deepEqual(unsaved.body.next_runs, ['2026-03-07T07:30:00.000Z', '2026-03-08T07:00:00.000Z', '2026-03-09T06:30:00.000Z']);

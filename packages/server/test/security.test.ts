@@ -290,7 +290,7 @@ describe('logs never carry secrets or payloads', () => {
     await new Promise((r) => setTimeout(r, 500));
     const lines = output.split('\n').filter((l) => l.startsWith('{'));
     // The scan can fail: every request is logged, with its URL.
-    assert.ok(lines.filter((l) => l.includes('incoming request') && l.includes('/api/v1/jobs')).length >= 5, `request lines name their routes:\n${lines.slice(0, 5).join('\n')}`);
+    assert.ok(lines.filter((l) => l.includes('request completed') && l.includes('/api/v1/jobs')).length >= 5, `request lines name their routes:\n${lines.slice(0, 5).join('\n')}`);
     const leaks = secrets.filter((s) => lines.some((l) => l.includes(s)));
     assert.deepEqual(leaks, [], `secrets in the log:\n${lines.filter((l) => leaks.some((s) => l.includes(s))).slice(0, 5).join('\n')}`);
   });

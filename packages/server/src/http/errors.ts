@@ -26,6 +26,9 @@ const PG_CLIENT_ERRORS: Record<string, { status: number; code: string; message: 
   '54000': { status: 413, code: 'PAYLOAD_TOO_LARGE', message: 'A value is too large' },
 };
 
+/** Health-check paths of other servers, which a probe configured by habit tries. */
+const PROBE_LOOKALIKES = /^\/(healthz|readyz|livez|ready|live|ping|status|healthcheck)\/?$/i;
+
 /**
  * One mapping from every error to a response: domain errors carry their
  * status and code; validation and parser errors are 4xx with a precise
@@ -74,6 +77,8 @@ export function installErrorHandler(app: FastifyInstance): void {
   });
 
   app.setNotFoundHandler((request, reply) => {
-    reply.code(404).send(errorBody('NOT_FOUND', `Route ${request.method} ${request.url.split('?')[0]} not found`));
+    const path = request.url.split('?')[0] ?? '';
+    const hint = PROBE_LOOKALIKES.test(path) ? ': health checks are GET /health, /health/live and /health/ready' : '';
+    reply.code(404).send(errorBody('NOT_FOUND', `Route ${request.method} ${path} not found${hint}`));
   });
 }

@@ -15,7 +15,7 @@ import {
   type OrganizationRow,
 } from '@spool/engine';
 import type { AppContext } from '../app.js';
-import { requireAdmin } from '../http/admin-auth.js';
+import { adminCredential, requireAdmin } from '../http/admin-auth.js';
 import { allPlans, PLAN_TIERS, planLimits, planLimitsToWire, wirePlanTier } from '../plans.js';
 import { usageInfos } from '../usage.js';
 import { IdParams, nullable } from '../wire/common.js';
@@ -223,7 +223,7 @@ function organizationAdminRoutes(app: FastifyInstance, ctx: AppContext, tags: st
 /** CONTRACT §3.17: /admin/*, guarded by X-Admin-Key = ADMIN_API_KEY (401 when missing, wrong or unconfigured). */
 export function adminRoutes(app: FastifyInstance, ctx: AppContext): void {
   app.register(async (scope) => {
-    requireAdmin(scope, ctx.config.adminApiKey);
+    requireAdmin(scope, adminCredential(ctx.config, ctx.metricsToken));
     scope.addHook('onRoute', (route) => {
       route.schema = { ...route.schema, security: [{ adminKey: [] }] };
     });

@@ -4,7 +4,8 @@ import { jobHistory } from '@spool/engine';
 import type { AppContext } from '../app.js';
 import { grantOf } from '../http/route-authorization.js';
 import { IdParams } from '../wire/common.js';
-import { loadJob, queryInt } from './jobs.js';
+import { extensionInt } from '../http/warnings.js';
+import { loadJob } from './jobs.js';
 
 const NullableString = Type.Union([Type.String(), Type.Null()]);
 
@@ -39,7 +40,7 @@ export function jobHistoryRoutes(app: FastifyInstance, ctx: AppContext): void {
   }, async (request) => {
     const { organizationId } = grantOf(request);
     const job = await loadJob(ctx, organizationId, request.params.id.toLowerCase());
-    const rows = await jobHistory(ctx.db, organizationId, job.id, queryInt(request.query.limit, HISTORY_DEFAULT, 1, HISTORY_MAX));
+    const rows = await jobHistory(ctx.db, organizationId, job.id, extensionInt('limit', request.query.limit, HISTORY_DEFAULT, 1, HISTORY_MAX));
     return rows.map((row) => ({ ...row, created_at: row.created_at.toISOString() }));
   });
 }

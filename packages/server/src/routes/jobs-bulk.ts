@@ -6,6 +6,7 @@ import type { AppContext } from '../app.js';
 import { grantOf } from '../http/route-authorization.js';
 import { admitJobs, type JobAdmission } from '../http/job-admission.js';
 import { compileItemValidator } from '../http/validation.js';
+import { unknownFields, warnUnknownFields } from '../http/warnings.js';
 import { assertWebhookTarget, webhookPolicy } from '../webhooks/ssrf.js';
 import { DateTime, IdempotencyKey, MaxRetries, Priority, QueueName, Tags, TimeoutSeconds, nullable } from '../wire/common.js';
 import { checkJobLimits, toNewJob } from './jobs.js';
@@ -60,9 +61,11 @@ export function jobBulkRoutes(app: FastifyInstance, ctx: AppContext): void {
       body: BulkBody,
       response: { 200: BulkResult },
     },
-  }, async (request) => {
+  }, async (request, reply) => {
     const auth = grantOf(request).auth;
     const body = request.body;
+    // Items are validated one by one below, so the route schema cannot name their unknown fields.
+    warnUnknownFields(reply, body.jobs.flatMap((item, index) => unknownFields(BulkItem as never, item, `jobs[${index}]`)));
     const failed: { index: number; error: string }[] = [];
     const valid: { index: number; job: NewJob }[] = [];
     const admissions: JobAdmission[] = [];

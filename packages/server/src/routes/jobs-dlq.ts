@@ -6,7 +6,7 @@ import type { AppContext } from '../app.js';
 import { grantOf } from '../http/route-authorization.js';
 import { DateTime, QueueName, nullable } from '../wire/common.js';
 import { JobSummarySchema, jobSummaryToWire } from '../wire/job.js';
-import { queryInt } from './jobs.js';
+import { contractInt } from '../http/warnings.js';
 
 const DlqQuery = Type.Object({
   queue_name: Type.Optional(Type.String()),
@@ -45,14 +45,14 @@ export function jobDlqRoutes(app: FastifyInstance, ctx: AppContext): void {
       querystring: DlqQuery,
       response: { 200: Type.Array(DlqRow) },
     },
-  }, async (request) => {
+  }, async (request, reply) => {
     const grant = grantOf(request);
     const rows = await dlqList(ctx.db, {
       organizationId: grant.organizationId,
       queues: grant.queueFilter,
       queueName: request.query.queue_name || null,
-      limit: queryInt(request.query.limit, 50, 1, 100),
-      offset: queryInt(request.query.offset, 0, 0, 1_000_000_000),
+      limit: contractInt(reply, 'limit', request.query.limit, 50, 1, 100),
+      offset: contractInt(reply, 'offset', request.query.offset, 0, 0, 1_000_000_000),
     });
     return rows.map((row) => ({ ...jobSummaryToWire(row), last_error: row.last_error }));
   });

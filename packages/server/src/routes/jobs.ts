@@ -1,6 +1,6 @@
 import type { FastifyInstance } from 'fastify';
 import { Type, type Static } from 'typebox';
-import { ConflictError, LIMITS, NotFoundError, PayloadTooLargeError, ValidationError, isJobStatus } from '@spool/protocol';
+import { ConflictError, JOB_STATUSES, LIMITS, NotFoundError, PayloadTooLargeError, ValidationError } from '@spool/protocol';
 import {
   JOB_ORDER_COLUMNS,
   isUuid,
@@ -17,6 +17,7 @@ import {
 } from '@spool/engine';
 import type { AppContext } from '../app.js';
 import { grantOf } from '../http/route-authorization.js';
+import { contractChoice, contractInt } from '../http/warnings.js';
 import { admitJobs, enqueueAdmitted } from '../http/job-admission.js';
 import { assertWebhookTarget, webhookPolicy } from '../webhooks/ssrf.js';
 import { DateTime, IdempotencyKey, IdParams, MaxRetries, Priority, QueueName, Tags, TimeoutSeconds, jsonBytes, nullable } from '../wire/common.js';
@@ -67,14 +68,6 @@ export function toNewJob(organizationId: string, queueName: string, body: Omit<C
     parentJobId: body.parent_job_id && isUuid(body.parent_job_id) ? body.parent_job_id : null,
     completionWebhook: body.completion_webhook ?? null,
   };
-}
-
-/** A query-string integer, clamped into [min, max]; absent or unreadable → `fallback` (lists clamp, never reject: CONTRACT §1.5). */
-export function queryInt(raw: string | undefined, fallback: number, min: number, max: number): number {
-  if (raw === undefined || raw.trim() === '') return fallback;
-  const value = Number(raw);
-  if (!Number.isFinite(value)) return fallback;
-  return Math.min(max, Math.max(min, Math.trunc(value)));
 }
 
 export async function loadJob(ctx: AppContext, organizationId: string, id: string): Promise<JobRow> {
@@ -143,20 +136,19 @@ export function jobRoutes(app: FastifyInstance, ctx: AppContext): void {
       querystring: ListQuery,
       response: { 200: Type.Array(JobSummarySchema) },
     },
-  }, async (request) => {
+  }, async (request, reply) => {
     const q = request.query;
-    const orderBy = (JOB_ORDER_COLUMNS as readonly string[]).includes(q.order_by ?? '') ? (q.order_by as JobOrderColumn) : undefined;
     const grant = grantOf(request);
     const rows = await jobList(ctx.db, {
       organizationId: grant.organizationId,
       queues: grant.queueFilter,
       queueName: q.queue_name || null,
-      status: isJobStatus(q.status) ? q.status : null,
+      status: contractChoice(reply, 'status', q.status, JOB_STATUSES),
       tag: q.tag || null,
-      limit: queryInt(q.limit, 50, 1, 100),
-      offset: queryInt(q.offset, 0, 0, 1_000_000_000),
-      orderBy,
-      orderDir: q.order_dir?.toLowerCase() === 'asc' ? 'asc' : 'desc',
+      limit: contractInt(reply, 'limit', q.limit, 50, 1, 100),
+      offset: contractInt(reply, 'offset', q.offset, 0, 0, 1_000_000_000),
+      orderBy: contractChoice(reply, 'order_by', q.order_by, JOB_ORDER_COLUMNS, 'sorted by created_at') ?? undefined,
+      orderDir: contractChoice(reply, 'order_dir', q.order_dir?.toLowerCase(), ['asc', 'desc'] as const, 'sorted descending') ?? 'desc',
     });
     return rows.map(jobSummaryToWire);
   });

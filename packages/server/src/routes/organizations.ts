@@ -19,7 +19,7 @@ import {
   type WebhookProvider,
 } from '@spool/engine';
 import type { AppContext } from '../app.js';
-import { adminKeyMatches } from '../http/admin-auth.js';
+import { adminCredential, adminKeyMatches } from '../http/admin-auth.js';
 import { authOf } from '../http/auth.js';
 import { secretBoxOf, webhookSecretOwner } from '../secret-box.js';
 import { availableSlug, SLUG_MAX, SLUG_MIN, SLUG_PATTERN, slugProblem } from '../slug.js';
@@ -128,6 +128,7 @@ function webhookTokenBody(request: FastifyRequest, row: OrganizationRow) {
 
 /** POST /organizations: public registration, subject to REGISTRATION_MODE. */
 export function organizationPublicRoutes(app: FastifyInstance, ctx: AppContext): void {
+  const admin = adminCredential(ctx.config, ctx.metricsToken);
   app.post<{ Body: { name: string; slug: string; billing_email?: string | null } }>('/organizations', {
     schema: {
       tags: ['organizations'],
@@ -137,7 +138,7 @@ export function organizationPublicRoutes(app: FastifyInstance, ctx: AppContext):
       response: { 201: CreatedOrganizationSchema },
     },
   }, async (request, reply) => {
-    if (ctx.config.registrationMode === 'closed' && !adminKeyMatches(request, ctx.config.adminApiKey)) {
+    if (ctx.config.registrationMode === 'closed' && !adminKeyMatches(request, admin)) {
       throw new AccessDeniedError('Registration is closed on this server; ask the operator (X-Admin-Key) to create your organization');
     }
     const body = request.body;

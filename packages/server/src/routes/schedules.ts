@@ -20,6 +20,7 @@ import type { AppContext } from '../app.js';
 import type { Grant } from '../authorization.js';
 import type { AuthContext } from '../http/auth.js';
 import { grantOf } from '../http/route-authorization.js';
+import { contractInt, extensionInt } from '../http/warnings.js';
 import { admitJobs } from '../http/job-admission.js';
 import { withinPlanLimit } from '../http/plan-limits.js';
 import { IdParams, MaxRetries, Priority, QueueName, TimeoutSeconds, jsonBytes, nullable } from '../wire/common.js';
@@ -52,7 +53,7 @@ const UpdateBody = Type.Partial(Type.Object({ ...CreateBody.properties, timezone
 const PreviewBody = Type.Object({
   cron_expression: CronExpression,
   timezone: Type.Optional(nullable(TimeZoneField)),
-  count: Type.Optional(Type.Integer()),
+  count: Type.Optional(Type.Integer({ minimum: 1, maximum: 100, description: 'extension: how many fire times, 1..100 (default 10)' })),
   after: Type.Optional(nullable(Type.String({ format: 'date-time' }))),
 });
 
@@ -65,12 +66,6 @@ const TriggerResponse = Type.Object({ job_id: Type.String(), scheduled_at: Type.
 type Body = Record<string, any>;
 
 const PREVIEW_MAX = 100;
-
-/** A query integer: garbage falls back to the default, out-of-range values are clamped (CONTRACT §1.5). */
-function intQuery(raw: string | undefined, fallback: number, min: number, max: number): number {
-  const value = raw === undefined ? NaN : Number.parseInt(raw, 10);
-  return Number.isFinite(value) ? Math.min(max, Math.max(min, value)) : fallback;
-}
 
 function checkSizes(body: Body): void {
   for (const [field, limit] of [['payload_template', LIMITS.payloadBytesMax], ['tags', LIMITS.tagsBytesMax], ['metadata', LIMITS.tagsBytesMax]] as const) {
@@ -121,9 +116,9 @@ function crudRoutes(app: FastifyInstance, ctx: AppContext): void {
   app.get<{ Querystring: { limit?: string; offset?: string } }>('/schedules', {
     config: { operation: 'schedule.read' },
     schema: { tags, summary: 'List schedules, newest first', querystring: ListQuery, response: { 200: Type.Array(ScheduleSchema) } },
-  }, async (request) => {
-    const limit = intQuery(request.query.limit, 100, 1, 500);
-    const offset = intQuery(request.query.offset, 0, 0, Number.MAX_SAFE_INTEGER);
+  }, async (request, reply) => {
+    const limit = contractInt(reply, 'limit', request.query.limit, 100, 1, 500);
+    const offset = contractInt(reply, 'offset', request.query.offset, 0, 0, Number.MAX_SAFE_INTEGER);
     const grant = grantOf(request);
     return (await scheduleList(ctx.db, grant.organizationId, limit, offset, grant.queueFilter)).map(scheduleToWire);
   });
@@ -207,7 +202,7 @@ function previewRoutes(app: FastifyInstance, ctx: AppContext): void {
     const timezone = body.timezone ?? 'UTC';
     validateSchedule(body.cron_expression, timezone);
     const after = body.after ? new Date(body.after) : new Date();
-    const count = Math.min(PREVIEW_MAX, Math.max(1, body.count ?? 10));
+    const count = body.count ?? 10;
     return { cron_expression: body.cron_expression, timezone, next_runs: schedulePreview(body.cron_expression, timezone, after, count).map((d) => d.toISOString()) };
   });
 
@@ -216,7 +211,7 @@ function previewRoutes(app: FastifyInstance, ctx: AppContext): void {
     schema: { tags: [...tags, 'extension'], summary: 'Extension: the next N fire times of a schedule (count 1-100, default 10)', params: IdParams, querystring: CountQuery, response: { 200: PreviewResponse } },
   }, async (request) => {
     const schedule = await ownedSchedule(ctx, grantOf(request), request.params.id);
-    const count = intQuery(request.query.count, 10, 1, PREVIEW_MAX);
+    const count = extensionInt('count', request.query.count, 10, 1, PREVIEW_MAX);
     const runs = schedulePreview(schedule.cron_expression, schedule.timezone, new Date(), count);
     return { cron_expression: schedule.cron_expression, timezone: schedule.timezone, next_runs: runs.map((d) => d.toISOString()) };
   });
@@ -261,8 +256,8 @@ function actionRoutes(app: FastifyInstance, ctx: AppContext): void {
   app.get<{ Params: { id: string }; Querystring: { limit?: string } }>('/schedules/:id/history', {
     config: { operation: 'schedule.read' },
     schema: { tags, summary: 'Runs of a schedule, newest first', params: IdParams, querystring: Type.Object({ limit: Type.Optional(Type.String()) }), response: { 200: Type.Array(ScheduleRunSchema) } },
-  }, async (request) => {
-    const limit = intQuery(request.query.limit, 50, 1, 500);
+  }, async (request, reply) => {
+    const limit = contractInt(reply, 'limit', request.query.limit, 50, 1, 500);
     const grant = grantOf(request);
     await ownedSchedule(ctx, grant, request.params.id);
     const runs = found(await scheduleRunList(ctx.db, grant.organizationId, request.params.id, limit));

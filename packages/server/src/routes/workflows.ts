@@ -1,10 +1,11 @@
 import type { FastifyInstance } from 'fastify';
 import { Type } from 'typebox';
-import { NotFoundError, clamp } from '@spool/protocol';
+import { NotFoundError } from '@spool/protocol';
 import { workflowCancel, workflowCreate, workflowGet, workflowJobs, workflowList, workflowRetry, workflowTopologicalOrder } from '@spool/engine';
 import type { AppContext } from '../app.js';
 import type { Grant } from '../authorization.js';
 import { grantOf } from '../http/route-authorization.js';
+import { contractChoice, contractInt } from '../http/warnings.js';
 import { withinPlanLimit } from '../http/plan-limits.js';
 import { IdParams, MaxRetries, Priority, QueueName, TimeoutSeconds, nullable } from '../wire/common.js';
 import { WorkflowDetailSchema, WorkflowJobSchema, WorkflowSchema, workflowDetailToWire, workflowJobToWire, workflowToWire } from '../wire/workflow.js';
@@ -108,15 +109,15 @@ export function workflowRoutes(app: FastifyInstance, ctx: AppContext): void {
       querystring: Type.Object({ status: Type.Optional(Type.String()), limit: Type.Optional(Type.Integer()), offset: Type.Optional(Type.Integer()) }),
       response: { 200: Type.Array(WorkflowSchema) },
     },
-  }, async (request) => {
+  }, async (request, reply) => {
     const { status, limit, offset } = request.query;
     const grant = grantOf(request);
     const rows = await workflowList(ctx.db, {
       organizationId: grant.organizationId,
       queues: grant.queueFilter,
-      status: status && WORKFLOW_STATUSES.has(status) ? status : null,
-      limit: clamp(limit ?? 50, 1, 100),
-      offset: Math.max(0, offset ?? 0),
+      status: contractChoice(reply, 'status', status, [...WORKFLOW_STATUSES]),
+      limit: contractInt(reply, 'limit', limit, 50, 1, 100),
+      offset: contractInt(reply, 'offset', offset, 0, 0, Number.MAX_SAFE_INTEGER),
     });
     return rows.map(workflowToWire);
   });

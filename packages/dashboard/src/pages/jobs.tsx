@@ -89,7 +89,7 @@ export function Jobs({ query: q }: { query: URLSearchParams }): JSX.Element {
     [queue, status, tag, page],
   );
   // Only the first page follows the stream: later pages would shift under the reader.
-  useLiveRefresh(jobs.reload, { when: (e) => page === 1 && e.type.startsWith('job.') && (!queue || e.data.queue_name === queue), pollMs: page === 1 ? 5000 : 0 }, [queue, page]);
+  useLiveRefresh(jobs.reload, { when: (e) => page === 1 && e.type.startsWith('job.') && e.type !== 'job.progress' && e.type !== 'job.log' && (!queue || e.data.queue_name === queue), pollMs: page === 1 ? 5000 : 0 }, [queue, page]);
   const list = jobs.data;
   return (
     <div class="page">

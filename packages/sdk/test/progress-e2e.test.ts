@@ -6,7 +6,7 @@
 import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
 import { startTestServer, type TestServer } from '../../../test-support/server.js';
-import { SpoolClient, ValidationError, Worker, type JobContext } from '../src/index.js';
+import { LeaseLostError, SpoolClient, ValidationError, Worker, type JobContext } from '../src/index.js';
 import { FakeSpoolClient } from '../src/testing/index.js';
 
 let server: TestServer;
@@ -27,14 +27,15 @@ before(async () => {
 after(() => server.close());
 
 /** Runs one job of `queue` through a real Worker with `handler`; resolves when it completed or failed. */
-async function runOne(queue: string, handler: (ctx: JobContext) => Promise<unknown>): Promise<{ id: string; outcome: 'completed' | 'failed'; errors: unknown[] }> {
+async function runOne(queue: string, handler: (ctx: JobContext) => Promise<unknown>, on: SpoolClient = client): Promise<{ id: string; outcome: 'completed' | 'failed'; errors: unknown[] }> {
   const { id } = await client.jobs.create({ queueName: queue, payload: {}, maxRetries: 0 });
-  const worker = new Worker(client, { queue, waitMs: 500, cancelStream: false });
+  const worker = new Worker(on, { queue, waitMs: 500, cancelStream: false });
   const errors: unknown[] = [];
   worker.on('error', (err) => errors.push(err));
-  const done = new Promise<'completed' | 'failed'>((resolve) => {
+  const done = new Promise<'completed' | 'failed'>((resolve, reject) => {
     worker.on('completed', () => resolve('completed'));
     worker.on('failed', () => resolve('failed'));
+    setTimeout(() => reject(new Error(`job of ${queue} neither completed nor failed; errors: ${errors.join('; ')}`)), 15_000).unref();
   });
   worker.handle((_job, ctx) => handler(ctx));
   await worker.start();
@@ -99,6 +100,57 @@ test('a bad progress value rejects in the handler with ValidationError', async (
   assert.equal(outcome, 'completed');
   assert.ok(rejected instanceof ValidationError, String(rejected));
   assert.match((rejected as Error).message, /percent/);
+});
+
+test('a stale lease rejects ctx.progress with LeaseLostError and aborts the handler, like a refused heartbeat', async () => {
+  let rejected: unknown;
+  let aborted: unknown;
+  const queue = 'sdk-progress-lost';
+  const worker = new Worker(client, { queue, waitMs: 500, cancelStream: false });
+  const errors: unknown[] = [];
+  worker.on('error', (err) => errors.push(err));
+  const { id } = await client.jobs.create({ queueName: queue, payload: {} });
+  const finished = new Promise<void>((resolve) => {
+    worker.handle(async (_job, ctx) => {
+      // Another claim took over: the lease this worker holds is stale now.
+      await server.database.pool.query("UPDATE spool.jobs SET lease_id = gen_random_uuid() WHERE id = $1", [id]);
+      rejected = await ctx.progress(5).catch((err: unknown) => err);
+      aborted = ctx.signal.reason;
+      resolve();
+    });
+  });
+  await worker.start();
+  await finished;
+  await worker.stop();
+  assert.ok(rejected instanceof LeaseLostError, String(rejected));
+  assert.ok(aborted instanceof LeaseLostError, 'the handler signal aborted');
+  // The handler returned, but a lost job is not reported (deregistration handed it back).
+  const after = await client.jobs.get(id);
+  assert.equal(after.status, 'pending');
+  assert.equal(after.retryCount, 0);
+});
+
+test('on a server without the endpoints ctx.progress and ctx.log do nothing, once asked', async () => {
+  // A client whose server answers the report routes like an older Spool: its router's 404.
+  let reportCalls = 0;
+  const older: typeof fetch = async (input, init) => {
+    const url = typeof input === 'string' ? input : input instanceof URL ? input.href : input.url;
+    if (/\/jobs\/[^/]+\/(progress|logs)$/.test(url)) {
+      reportCalls += 1;
+      return new Response(JSON.stringify({ code: 'NOT_FOUND', message: `Route POST ${new URL(url).pathname} not found`, details: {} }), { status: 404, headers: { 'content-type': 'application/json' } });
+    }
+    return fetch(input, init);
+  };
+  const onOlder = new SpoolClient({ baseUrl: server.url, apiKey: server.apiKey, fetch: older });
+  const { outcome, errors } = await runOne('sdk-progress-older', async (ctx) => {
+    await ctx.progress(10, 'ignored');
+    await ctx.progress(20);
+    ctx.log('ignored too');
+    return 'done';
+  }, onOlder);
+  assert.equal(outcome, 'completed');
+  assert.deepEqual(errors, []);
+  assert.equal(reportCalls, 1, 'the first 404 turned reports off');
 });
 
 test('the fake client keeps what an inline handler reports', async () => {

@@ -237,7 +237,9 @@ export class FakeJobs implements JobsApi {
 
   #owned(id: string, workerId: string, leaseId: string | null | undefined): Job {
     const job = this.all.find((candidate) => candidate.id === id);
-    if (!job || job.status !== 'processing' || job.assignedWorkerId !== workerId) refuse(404, 'NOT_FOUND', 'job_not_found_or_not_owned');
+    if (!job || job.status !== 'processing' || job.assignedWorkerId !== workerId) {
+      throw createApiError({ status: 404, code: 'NOT_FOUND', message: 'job_not_found_or_not_owned', body: { success: false, error: 'job_not_found_or_not_owned' } });
+    }
     if (leaseId && job.leaseId !== leaseId) refuse(409, 'LEASE_EXPIRED', 'Lease expired');
     return job;
   }

@@ -83,9 +83,19 @@ function logLines(values: unknown[]): string[] {
   return out;
 }
 
-/** A Spool server answered from its router: the endpoint does not exist there (an older server, or another implementation). */
+/**
+ * The fenced answers of CONTRACT §3.4 (a job no longer ours: 404 with
+ * `error: job_not_found_or_not_owned`; a stale lease: 409 LEASE_EXPIRED).
+ * Any other 404 to a report is a server without the endpoint (an older
+ * Spool, or another implementation of the contract).
+ */
+function leaseRefusal(err: unknown): boolean {
+  if (err instanceof NotFoundError) return (err.body as { error?: unknown } | null | undefined)?.error === 'job_not_found_or_not_owned';
+  return err instanceof ConflictError && err.code === 'LEASE_EXPIRED';
+}
+
 function missingEndpoint(err: unknown): boolean {
-  return err instanceof NotFoundError && /^Route [A-Z]+ /.test(err.message);
+  return err instanceof NotFoundError && !leaseRefusal(err);
 }
 
 export class RunningJob {
@@ -203,7 +213,7 @@ export class RunningJob {
       if (this.#options.reports) this.#options.reports.supported = false;
       return null;
     }
-    if (err instanceof ConflictError || err instanceof NotFoundError) {
+    if (leaseRefusal(err)) {
       const reason = new LeaseLostError(undefined, { cause: err });
       this.#end({ kind: 'lost', error: reason }, reason);
       return reason;
@@ -255,7 +265,7 @@ export class RunningJob {
         await this.#options.jobs.appendLogs!(this.job.id, { workerId, leaseId: this.job.leaseId ?? undefined, lines: lines.slice(i, i + LOG_REQUEST_LINES) });
       } catch (err) {
         // After the job ended (a timeout's fail reported first) a refusal is expected.
-        if (!this.#ended || !(err instanceof ConflictError || err instanceof NotFoundError)) this.#reportRefused(err);
+        if (!this.#ended || !leaseRefusal(err)) this.#reportRefused(err);
         return;
       }
     }

@@ -115,6 +115,38 @@ describe('dashboard', { timeout: 180_000 }, () => {
     d.assertNoConsoleErrors();
   });
 
+  it("shows a running job's progress and log lines live on its page", async () => {
+    const { id } = await api('POST', '/jobs', { queue_name: 'report-q', payload: { video: 'intro.mp4' } });
+    const [claimed] = (await api('POST', '/jobs/claim', { queue_name: 'report-q', worker_id: 'ui-encoder' })).jobs;
+    const worker = { worker_id: 'ui-encoder', lease_id: claimed.lease_id };
+    await api('POST', `/jobs/${id}/logs`, { ...worker, lines: ['probing intro.mp4'] });
+    const d = await signedIn(`/jobs/${id}`);
+    const { page } = d;
+    await heading(page, `Job ${id.slice(-8)}`);
+    await waitForLive(page);
+    const reports = page.getByTestId('job-reports');
+    await reports.getByText('The worker has not reported progress.').waitFor();
+    await reports.getByTestId('job-log').getByText('probing intro.mp4').waitFor();
+
+    await api('POST', `/jobs/${id}/progress`, { ...worker, percent: 40, message: 'encoding 720p' });
+    const bar = reports.getByRole('progressbar', { name: 'Job progress' });
+    await bar.waitFor();
+    await page.waitForFunction(() => document.querySelector('[role="progressbar"]')?.getAttribute('aria-valuenow') === '40');
+    assert.equal(await reports.getByTestId('progress-message').textContent(), 'encoding 720p');
+    await api('POST', `/jobs/${id}/logs`, { ...worker, lines: ['720p: frame 1200/3000', '720p: frame 3000/3000'] });
+    await api('POST', `/jobs/${id}/progress`, { ...worker, percent: 75 });
+    await reports.getByText('720p: frame 3000/3000').waitFor();
+    await page.waitForFunction(() => document.querySelector('[role="progressbar"]')?.getAttribute('aria-valuenow') === '75');
+    assert.equal(await reports.getByTestId('progress-message').textContent(), 'encoding 720p', 'an update without a message keeps it');
+    assert.deepEqual(await reports.locator('.job-log-line').allTextContents(), ['probing intro.mp4', '720p: frame 1200/3000', '720p: frame 3000/3000']);
+    await d.screenshot('job-progress');
+
+    await api('POST', `/jobs/${id}/complete`, { ...worker, result: { encoded: true } });
+    await page.getByTestId('timeline').locator('[data-event="complete"]').waitFor();
+    await reports.getByText('720p: frame 3000/3000').waitFor();
+    d.assertNoConsoleErrors();
+  });
+
   it('replays a dead-lettered job from the dead-letter page', async () => {
     const { id } = await api('POST', '/jobs', { queue_name: 'dlq-q', payload: { n: 1 }, max_retries: 0 });
     const [claimed] = (await api('POST', '/jobs/claim', { queue_name: 'dlq-q', worker_id: 'w-dlq' })).jobs;

@@ -33,6 +33,7 @@ import { healthRoutes } from './routes/health.js';
 import { incomingWebhookRoutes } from './routes/incoming-webhooks.js';
 import { dashboardUiRoutes } from './routes/dashboard-ui.js';
 import { jobHistoryRoutes } from './routes/job-history.js';
+import { jobProgressRoutes } from './routes/job-progress.js';
 import { jobRoutes } from './routes/jobs.js';
 import { jobBulkRoutes } from './routes/jobs-bulk.js';
 import { jobDlqRoutes } from './routes/jobs-dlq.js';
@@ -73,6 +74,7 @@ export interface AppContext {
 const AUTHENTICATED_ROUTES: ((app: FastifyInstance, ctx: AppContext) => void)[] = [
   jobRoutes,
   jobHistoryRoutes,
+  jobProgressRoutes,
   jobBulkRoutes,
   jobWorkerRoutes,
   jobDlqRoutes,

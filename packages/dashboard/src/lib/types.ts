@@ -46,6 +46,21 @@ export interface HistoryEntry {
   created_at: string;
 }
 
+/** Extension: what a job's worker last reported (GET /jobs/{id}/progress). */
+export interface JobProgress {
+  percent: number | null;
+  message: string | null;
+  metadata: unknown;
+  updated_at: string;
+}
+
+/** Extension: one line of a job's log (GET /jobs/{id}/logs). */
+export interface JobLogLine {
+  seq: number;
+  at: string;
+  line: string;
+}
+
 export interface JobStats {
   pending: number;
   scheduled: number;

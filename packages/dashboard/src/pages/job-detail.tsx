@@ -6,8 +6,14 @@ import { ErrorState, Facts, JsonBlock, Link, Loading, PageHeader, StatusBadge } 
 import { WorkerName } from '../components/worker-name';
 import { api, ApiError, errorMessage } from '../lib/api';
 import { formatDuration, formatRelative, formatTime, shortId } from '../lib/format';
+import { onLiveEvent } from '../lib/events';
 import { useLiveRefresh, useNow, useResource } from '../lib/hooks';
-import type { HistoryEntry, Job } from '../lib/types';
+import type { HistoryEntry, Job, JobLogLine, JobProgress } from '../lib/types';
+
+/** Events that report on a running job without changing it: the page updates its progress and log from them. */
+const REPORT_EVENTS = new Set(['job.progress', 'job.log']);
+/** The server keeps at most this many lines per job. */
+const LOG_LINES_MAX = 1000;
 
 const EVENT_LABELS: Record<string, string> = {
   create: 'Enqueued',
@@ -52,6 +58,105 @@ function Timeline({ id, reloadKey }: { id: string; reloadKey: string }): JSX.Ele
         </li>
       ))}
     </ol>
+  );
+}
+
+/**
+ * The worker's reports (extension): progress and log lines, read once and
+ * then kept current from the job.progress and job.log events. A server
+ * without the endpoints shows nothing.
+ */
+function Reports({ id, running }: { id: string; running: boolean }): JSX.Element | null {
+  const [progress, setProgress] = useState<JobProgress | null>(null);
+  const [lines, setLines] = useState<JobLogLine[]>([]);
+  const [missing, setMissing] = useState(false);
+  const logEnd = useRef<HTMLPreElement | null>(null);
+
+  useEffect(() => {
+    const abort = new AbortController();
+    let lastSeq = 0;
+    let reading = false;
+    let again = false;
+    setProgress(null);
+    setLines([]);
+    setMissing(false);
+    const unsupported = (err: unknown) => {
+      if (err instanceof ApiError && err.missingEndpoint) setMissing(true);
+      else if (!abort.signal.aborted) notifyError('Could not read the job\'s log', err);
+    };
+    // One read at a time from the last line seen; events during a read ask for one more.
+    const readLog = async () => {
+      if (reading) {
+        again = true;
+        return;
+      }
+      reading = true;
+      try {
+        do {
+          again = false;
+          const answer = await api<{ lines: JobLogLine[] }>('GET', `/jobs/${encodeURIComponent(id)}/logs?after=${lastSeq}`, { signal: abort.signal });
+          if (answer.lines.length > 0) {
+            lastSeq = answer.lines[answer.lines.length - 1]!.seq;
+            setLines((old) => [...old, ...answer.lines].slice(-LOG_LINES_MAX));
+          }
+        } while (again && !abort.signal.aborted);
+      } catch (err) {
+        unsupported(err);
+      } finally {
+        reading = false;
+      }
+    };
+    const unsubscribe = onLiveEvent((event) => {
+      if (event.data.job_id !== id) return;
+      if (event.type === 'job.progress') {
+        const d = event.data;
+        setProgress({ percent: (d.percent as number | null) ?? null, message: (d.message as string | null) ?? null, metadata: d.metadata ?? null, updated_at: String(d.timestamp ?? new Date().toISOString()) });
+      } else if (event.type === 'job.log') void readLog();
+    });
+    api<{ progress: JobProgress | null }>('GET', `/jobs/${encodeURIComponent(id)}/progress`, { signal: abort.signal }).then(
+      (answer) => setProgress((live) => live ?? answer.progress),
+      unsupported,
+    );
+    void readLog();
+    return () => {
+      unsubscribe();
+      abort.abort();
+    };
+  }, [id]);
+
+  useEffect(() => {
+    const el = logEnd.current;
+    if (el) el.scrollTop = el.scrollHeight;
+  }, [lines.length]);
+
+  if (missing) return null;
+  const percent = progress?.percent ?? null;
+  return (
+    <section class="card" data-testid="job-reports">
+      <h2>Progress</h2>
+      {progress ? (
+        <div class="job-progress">
+          {percent !== null ? (
+            <div class="progress-bar" role="progressbar" aria-label="Job progress" aria-valuemin={0} aria-valuemax={100} aria-valuenow={percent}>
+              <div class="progress-fill" style={{ width: `${percent}%` }} />
+            </div>
+          ) : null}
+          <div class="progress-text">
+            {percent !== null ? <strong data-testid="progress-percent">{Number.isInteger(percent) ? percent : percent.toFixed(1)} %</strong> : null}
+            {progress.message ? <span data-testid="progress-message">{progress.message}</span> : null}
+            <span class="muted small">updated {formatTime(progress.updated_at)}</span>
+          </div>
+          {progress.metadata !== null && progress.metadata !== undefined ? <JsonBlock value={progress.metadata} /> : null}
+        </div>
+      ) : <p class="muted">{running ? 'The worker has not reported progress.' : 'No progress was reported.'}</p>}
+      <h2>Log</h2>
+      {lines.length > 0 ? (
+        <pre class="job-log" data-testid="job-log" ref={logEnd}>
+          {lines.map((l) => <div key={l.seq} class="job-log-line" title={formatTime(l.at)}>{l.line || ' '}</div>)}
+        </pre>
+      ) : <p class="muted">{running ? 'No log lines yet.' : 'No log lines.'}</p>}
+      {lines.length >= LOG_LINES_MAX ? <p class="muted small">The newest {LOG_LINES_MAX} lines are kept.</p> : null}
+    </section>
   );
 }
 
@@ -117,7 +222,7 @@ function Actions({ job, reload }: { job: Job; reload: () => void }): JSX.Element
 
 export function JobDetail({ id }: { id: string }): JSX.Element {
   const job = useResource((signal) => api<Job>('GET', `/jobs/${encodeURIComponent(id)}`, { signal }), [id]);
-  useLiveRefresh(job.reload, { when: (e) => e.data.job_id === id, pollMs: 5000 }, [id]);
+  useLiveRefresh(job.reload, { when: (e) => e.data.job_id === id && !REPORT_EVENTS.has(e.type), pollMs: 5000 }, [id]);
   const now = useNow(5000);
   const j = job.data;
   if (!j) {
@@ -165,6 +270,7 @@ export function JobDetail({ id }: { id: string }): JSX.Element {
         <section class="card"><h2>Payload</h2><JsonBlock value={j.payload} /></section>
         <section class="card"><h2>Result</h2><JsonBlock value={j.result} empty="No result" /></section>
       </div>
+      <Reports id={j.id} running={j.status === 'processing'} />
       {j.tags ? <section class="card"><h2>Tags</h2><JsonBlock value={j.tags} /></section> : null}
       <section class="card">
         <h2>History</h2>

@@ -164,9 +164,9 @@ export function Jobs({ query: q }: { query: URLSearchParams }): JSX.Element {
     [queue, status, tag, page],
   );
   // Only the first page follows the stream: later pages would shift under the reader.
-  useLiveRefresh(jobs.reload, { when: (e) => page === 1 && e.type.startsWith('job.') && (!queue || e.data.queue_name === queue), pollMs: page === 1 ? 5000 : 0 }, [queue, page]);
+  useLiveRefresh(jobs.reload, { when: (e) => page === 1 && e.type.startsWith('job.') && e.type !== 'job.progress' && e.type !== 'job.log' && (!queue || e.data.queue_name === queue), pollMs: page === 1 ? 5000 : 0 }, [queue, page]);
   const stats = useResource((signal) => api<JobStats>('GET', '/jobs/stats', { signal }).catch(() => null), []);
-  useLiveRefresh(stats.reload, { when: (e) => e.type.startsWith('job.'), pollMs: 10_000, livePollMs: 10_000 });
+  useLiveRefresh(stats.reload, { when: (e) => e.type.startsWith('job.') && e.type !== 'job.progress' && e.type !== 'job.log', pollMs: 10_000, livePollMs: 10_000 });
   const [selected, setSelected] = useState<Set<string>>(new Set());
   const [open, setOpen] = useState<string | null>(null);
   const [pending, setPending] = useState<'retry' | 'cancel' | null>(null);

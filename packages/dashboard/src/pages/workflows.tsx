@@ -73,7 +73,7 @@ export function WorkflowDetail({ id }: { id: string }): JSX.Element {
     jobs.reload();
   };
   const ids = new Set((jobs.data ?? []).map((j) => j.id));
-  useLiveRefresh(reload, { when: (e) => typeof e.data.job_id === 'string' && ids.has(e.data.job_id), pollMs: 5000 }, [id, ids.size]);
+  useLiveRefresh(reload, { when: (e) => typeof e.data.job_id === 'string' && ids.has(e.data.job_id) && e.type !== 'job.progress' && e.type !== 'job.log', pollMs: 5000 }, [id, ids.size]);
   const w = workflow.data;
   if (!w) return <div class="page">{workflow.error ? <ErrorState error={workflow.error} what="Workflows" retry={reload} /> : <Loading />}</div>;
   const active = w.status === 'pending' || w.status === 'running';

@@ -1,6 +1,7 @@
 -- Deletes dead-lettered jobs (oldest first, at most $4), optionally only of
 -- queue $2 and created before $3, and only of the caller's queues ($5: LIKE
--- patterns, NULL = all). The history keeps a 'purge' row per job.
+-- patterns, NULL = all), with their progress and log lines. The history
+-- keeps a 'purge' row per job.
 WITH target AS (
   SELECT id
   FROM spool.jobs
@@ -16,6 +17,12 @@ WITH target AS (
 purged AS (
   DELETE FROM spool.jobs j USING target t WHERE j.id = t.id
   RETURNING j.id, j.organization_id, j.queue_name
+),
+progress AS (
+  DELETE FROM spool.job_progress p USING purged d WHERE p.organization_id = d.organization_id AND p.job_id = d.id
+),
+logs AS (
+  DELETE FROM spool.job_logs g USING purged d WHERE g.organization_id = d.organization_id AND g.job_id = d.id
 ),
 history AS (
   INSERT INTO spool.job_history (organization_id, job_id, queue_name, event, from_status, to_status)

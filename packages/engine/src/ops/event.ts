@@ -10,7 +10,7 @@ const replay = sqlFile(import.meta.url, './event-replay.sql');
  * change (queue-pause.sql, worker-register.sql, …), which also sends a NOTIFY
  * on EVENTS_CHANNEL.
  */
-export const EVENT_TYPES = ['queue.paused', 'queue.resumed', 'worker.registered', 'worker.deregistered', 'schedule.triggered'] as const;
+export const EVENT_TYPES = ['queue.paused', 'queue.resumed', 'worker.registered', 'worker.deregistered', 'schedule.triggered', 'job.progress', 'job.log'] as const;
 export type EventType = (typeof EVENT_TYPES)[number];
 
 /** The NOTIFY channel a new event is announced on (empty payload: "read the log"). */

@@ -1,5 +1,6 @@
 -- Retention: deletes finished jobs (of the statuses in $1) whose completed_at
--- is older than their window, with their history, in one bounded batch.
+-- is older than their window, with their history, progress and log lines
+-- (migration 020), in one bounded batch.
 -- The window is per queue: queue_config.settings.retention.<status>_days
 -- (a number of days, fractions allowed), else the default for the status
 -- ($2, aligned with $1). Queues are found by a loose index scan over
@@ -59,5 +60,15 @@ history AS (
   USING deleted d
   WHERE h.organization_id = d.organization_id AND h.job_id = d.id
   RETURNING h.id
+),
+progress AS (
+  DELETE FROM spool.job_progress p
+  USING deleted d
+  WHERE p.organization_id = d.organization_id AND p.job_id = d.id
+),
+logs AS (
+  DELETE FROM spool.job_logs g
+  USING deleted d
+  WHERE g.organization_id = d.organization_id AND g.job_id = d.id
 )
 SELECT (SELECT count(*) FROM deleted)::int AS jobs, (SELECT count(*) FROM history)::int AS history;

@@ -16,7 +16,7 @@ export interface StreamParams {
 }
 
 export interface RealtimeEvent {
-  /** `JobCreated`, `JobStatusChange`, `JobCompleted`, `JobFailed`, `QueueStats`, `job.started`, `job.cancel_requested`, … */
+  /** `JobCreated`, `JobStatusChange`, `JobCompleted`, `JobFailed`, `QueueStats`, `job.started`, `job.cancel_requested`, `job.progress`, `job.log`, … */
   type: string;
   /** The event's fields in camelCase (`jobId`, `queueName`, `timestamp`, …). */
   data: Record<string, unknown>;

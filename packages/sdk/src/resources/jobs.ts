@@ -214,6 +214,47 @@ export interface HeartbeatResult {
   leaseExpiresAt?: string;
 }
 
+/** Spool extension: a running job's progress (POST /jobs/{id}/progress). Omitted fields keep their value; null clears. */
+export interface ProgressParams {
+  workerId: string;
+  leaseId?: string | null;
+  /** 0..100 */
+  percent?: number | null;
+  /** At most 1,000 characters. */
+  message?: string | null;
+  /** Any JSON up to 16 KiB, sent verbatim. */
+  metadata?: Json | null;
+}
+
+export interface JobProgress {
+  percent: number | null;
+  message: string | null;
+  metadata: Json | null;
+  updatedAt: string;
+}
+
+/** Spool extension: lines for a running job's log (POST /jobs/{id}/logs). */
+export interface AppendLogsParams {
+  workerId: string;
+  leaseId?: string | null;
+  /** 1..100 lines of at most 4,096 characters. */
+  lines: string[];
+}
+
+export interface AppendLogsResult {
+  success: boolean;
+  written: number;
+  /** Older lines deleted, and lines of this request not kept, to stay within the job's bound (1,000 lines, 256 KiB). */
+  dropped: number;
+}
+
+export interface JobLogLine {
+  /** Increases with time: pass the last one as `after` to read on. */
+  seq: number;
+  at: string;
+  line: string;
+}
+
 export interface CompleteManyParams {
   workerId: string;
   items: { jobId: string; leaseId?: string | null; result?: Json }[];
@@ -322,6 +363,28 @@ export class JobsResource extends Resource {
   /** Extends the lease; idempotent, so retried. `cancelRequested` tells the worker to stop the job. */
   heartbeat(id: string, params: HeartbeatParams, options?: CallOptions): Promise<HeartbeatResult> {
     return this.call({ method: 'POST', path: `/api/v1/jobs/${seg(id)}/heartbeat`, body: params, idempotent: true }, options);
+  }
+
+  /** Spool extension: records the progress of a job this worker holds (fenced like heartbeat; idempotent, so retried). */
+  progress(id: string, params: ProgressParams, options?: CallOptions): Promise<{ success: boolean; progress: JobProgress }> {
+    return this.call({ method: 'POST', path: `/api/v1/jobs/${seg(id)}/progress`, body: params, idempotent: true }, options);
+  }
+
+  /** Spool extension: appends lines to the log of a job this worker holds (fenced like heartbeat; not retried: a lost answer would write them twice). */
+  appendLogs(id: string, params: AppendLogsParams, options?: CallOptions): Promise<AppendLogsResult> {
+    return this.call({ method: 'POST', path: `/api/v1/jobs/${seg(id)}/logs`, body: params }, options);
+  }
+
+  /** Spool extension: the progress the job's worker last reported (null when none). */
+  async getProgress(id: string, options?: CallOptions): Promise<JobProgress | null> {
+    const answer = await this.call<{ progress: JobProgress | null }>({ method: 'GET', path: `/api/v1/jobs/${seg(id)}/progress` }, options);
+    return answer.progress;
+  }
+
+  /** Spool extension: the job's log lines after seq `after`, oldest first (at most 1,000). */
+  async logs(id: string, params: { after?: number; limit?: number } = {}, options?: CallOptions): Promise<JobLogLine[]> {
+    const answer = await this.call<{ lines: JobLogLine[] }>({ method: 'GET', path: `/api/v1/jobs/${seg(id)}/logs`, query: { ...params } }, options);
+    return answer.lines;
   }
 
   /** Spool extension: completes many jobs in one request (404 from servers without it). */

@@ -207,6 +207,14 @@ export class FakeSpoolClient implements WorkerClient {
         workerId,
         attempt: claimed.retryCount + 1,
         heartbeat: async () => {},
+        progress: async (percent, message, metadata) => {
+          await this.jobs.progress(claimed.id, { workerId, leaseId: claimed.leaseId, percent, message, metadata });
+        },
+        // Inline: each line is kept at once (no batching to wait for).
+        log: (...lines) => {
+          const text = lines.map((l) => (typeof l === 'string' ? l : JSON.stringify(l) ?? String(l)));
+          this.jobs.appendLogs(claimed.id, { workerId, leaseId: claimed.leaseId, lines: text.flatMap((t) => t.split(/\r?\n/)) }).catch(() => {});
+        },
       };
       try {
         const result = await handler(claimed, ctx);

@@ -23,7 +23,12 @@ import type {
   FailResult,
   HeartbeatParams,
   HeartbeatResult,
+  AppendLogsParams,
+  AppendLogsResult,
   Job,
+  JobLogLine,
+  JobProgress,
+  ProgressParams,
   JobDependencies,
   JobStats,
   JobStatusInfo,
@@ -63,6 +68,9 @@ export class FakeJobs implements JobsApi {
   /** Every job ever created, in creation order. */
   readonly all: Job[] = [];
   readonly #cancelRequested = new Set<string>();
+  readonly #progress = new Map<string, JobProgress>();
+  readonly #logs = new Map<string, JobLogLine[]>();
+  #logSeq = 0;
   readonly #now: () => Date;
   readonly #organizationId = 'fake-org';
 
@@ -229,7 +237,9 @@ export class FakeJobs implements JobsApi {
 
   #owned(id: string, workerId: string, leaseId: string | null | undefined): Job {
     const job = this.all.find((candidate) => candidate.id === id);
-    if (!job || job.status !== 'processing' || job.assignedWorkerId !== workerId) refuse(404, 'NOT_FOUND', 'job_not_found_or_not_owned');
+    if (!job || job.status !== 'processing' || job.assignedWorkerId !== workerId) {
+      throw createApiError({ status: 404, code: 'NOT_FOUND', message: 'job_not_found_or_not_owned', body: { success: false, error: 'job_not_found_or_not_owned' } });
+    }
     if (leaseId && job.leaseId !== leaseId) refuse(409, 'LEASE_EXPIRED', 'Lease expired');
     return job;
   }
@@ -260,6 +270,41 @@ export class FakeJobs implements JobsApi {
     const job = this.#owned(id, params.workerId, params.leaseId);
     job.leaseExpiresAt = new Date(this.#now().getTime() + params.leaseDurationSecs * 1000).toISOString();
     return { success: true, cancelRequested: this.#cancelRequested.has(id), leaseExpiresAt: job.leaseExpiresAt };
+  }
+
+  async progress(id: string, params: ProgressParams): Promise<{ success: boolean; progress: JobProgress }> {
+    const job = this.#owned(id, params.workerId, params.leaseId);
+    if (params.percent != null && !(params.percent >= 0 && params.percent <= 100)) refuse(400, 'VALIDATION_ERROR', 'body/percent must be <= 100 and >= 0');
+    const last = this.#progress.get(job.id);
+    const next: JobProgress = {
+      percent: params.percent !== undefined ? params.percent : (last?.percent ?? null),
+      message: params.message !== undefined ? params.message : (last?.message ?? null),
+      metadata: params.metadata !== undefined ? clone(params.metadata) : (last?.metadata ?? null),
+      updatedAt: this.#now().toISOString(),
+    };
+    this.#progress.set(job.id, next);
+    return { success: true, progress: clone(next) };
+  }
+
+  /** Keeps the newest 1,000 lines per job, like the server (its 256 KiB bound is not simulated). */
+  async appendLogs(id: string, params: AppendLogsParams): Promise<AppendLogsResult> {
+    const job = this.#owned(id, params.workerId, params.leaseId);
+    const lines = this.#logs.get(job.id) ?? [];
+    const at = this.#now().toISOString();
+    for (const line of params.lines) lines.push({ seq: ++this.#logSeq, at, line });
+    const dropped = Math.max(0, lines.length - 1000);
+    lines.splice(0, dropped);
+    this.#logs.set(job.id, lines);
+    return { success: true, written: params.lines.length, dropped };
+  }
+
+  async getProgress(id: string): Promise<JobProgress | null> {
+    return clone(this.#progress.get(this.find(id).id) ?? null);
+  }
+
+  async logs(id: string, params: { after?: number; limit?: number } = {}): Promise<JobLogLine[]> {
+    const lines = this.#logs.get(this.find(id).id) ?? [];
+    return clone(lines.filter((l) => l.seq > (params.after ?? 0)).slice(0, params.limit ?? 1000));
   }
 
   async completeMany(params: CompleteManyParams): Promise<BatchResult> {

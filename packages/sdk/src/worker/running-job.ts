@@ -4,8 +4,8 @@
  * happens first (handler settles, timeout, cancel, lost lease, forced
  * shutdown) decides; everything after is ignored.
  */
-import { ConflictError, NotFoundError } from '../errors.js';
-import type { ClaimedJob, JobsResource } from '../resources/jobs.js';
+import { ConflictError, NotFoundError, PayloadTooLargeError, ValidationError } from '../errors.js';
+import type { ClaimedJob, Json, JobsResource, ProgressParams } from '../resources/jobs.js';
 import { JobCancelledError, JobTimeoutError, LeaseLostError, WorkerShutdownError, isRetryable } from './errors.js';
 
 /** What a handler receives besides the job. */
@@ -19,6 +19,23 @@ export interface JobContext {
   readonly attempt: number;
   /** Extends the lease now (heartbeats also run on their own). */
   heartbeat(): Promise<void>;
+  /**
+   * Spool extension: reports progress (percent 0..100, a message up to 1,000
+   * characters, JSON metadata up to 16 KiB), shown on the dashboard's job page
+   * and sent as the realtime event `job.progress`. An omitted argument keeps
+   * the last value, null clears it. Bad values reject with ValidationError;
+   * a lost lease with LeaseLostError; other failures only reach the worker's
+   * `error` event. A no-op on servers without the endpoint.
+   */
+  progress(percent?: number | null, message?: string | null, metadata?: Json | null): Promise<void>;
+  /**
+   * Spool extension: adds lines to the job's log (one line per argument,
+   * strings split at newlines, other values as JSON, each cut at 4,096
+   * characters). Sent in batches (every 200 ms or 50 lines) and before the
+   * job is completed or failed. The server keeps the newest 1,000 lines
+   * (256 KiB) per job.
+   */
+  log(...lines: unknown[]): void;
 }
 
 export type Handler<P = unknown, R = unknown> = (job: ClaimedJob<P>, ctx: JobContext) => Promise<R> | R;
@@ -35,9 +52,50 @@ export interface RunningJobOptions {
   workerId: string;
   leaseSeconds: number;
   heartbeatEveryMs: number;
-  jobs: Pick<JobsResource, 'heartbeat'>;
+  jobs: Pick<JobsResource, 'heartbeat'> & Partial<Pick<JobsResource, 'progress' | 'appendLogs'>>;
+  /** Shared by a worker's jobs: false once the server answered that it has no progress/log endpoints. */
+  reports?: { supported: boolean };
   onEnd(job: RunningJob, ending: Ending): void;
   onError(err: unknown, job: ClaimedJob): void;
+}
+
+/** Log lines wait at most this long, or until this many are buffered, before they are sent. */
+export const LOG_FLUSH_MS = 200;
+export const LOG_BATCH_LINES = 50;
+const LOG_REQUEST_LINES = 100;
+const LOG_LINE_CHARS = 4096;
+
+function logLines(values: unknown[]): string[] {
+  const out: string[] = [];
+  for (const value of values) {
+    let text: string;
+    if (typeof value === 'string') text = value;
+    else if (value instanceof Error) text = value.stack ?? `${value.name}: ${value.message}`;
+    else {
+      try {
+        text = JSON.stringify(value) ?? String(value);
+      } catch {
+        text = String(value);
+      }
+    }
+    for (const line of text.split(/\r?\n/)) out.push(line.length > LOG_LINE_CHARS ? line.slice(0, LOG_LINE_CHARS) : line);
+  }
+  return out;
+}
+
+/**
+ * The fenced answers of CONTRACT §3.4 (a job no longer ours: 404 with
+ * `error: job_not_found_or_not_owned`; a stale lease: 409 LEASE_EXPIRED).
+ * Any other 404 to a report is a server without the endpoint (an older
+ * Spool, or another implementation of the contract).
+ */
+function leaseRefusal(err: unknown): boolean {
+  if (err instanceof NotFoundError) return (err.body as { error?: unknown } | null | undefined)?.error === 'job_not_found_or_not_owned';
+  return err instanceof ConflictError && err.code === 'LEASE_EXPIRED';
+}
+
+function missingEndpoint(err: unknown): boolean {
+  return err instanceof NotFoundError && !leaseRefusal(err);
 }
 
 export class RunningJob {
@@ -51,6 +109,10 @@ export class RunningJob {
   #ended = false;
   #heartbeatTimer: NodeJS.Timeout | null = null;
   #timeoutTimer: NodeJS.Timeout | null = null;
+  #logBuffer: string[] = [];
+  #logTimer: NodeJS.Timeout | null = null;
+  // Sends run one after another so the job's lines arrive in order.
+  #logChain: Promise<void> = Promise.resolve();
 
   constructor(job: ClaimedJob, options: RunningJobOptions) {
     this.job = job;
@@ -80,12 +142,21 @@ export class RunningJob {
       workerId: this.#options.workerId,
       attempt: (this.job.retryCount ?? 0) + 1,
       heartbeat: () => this.#beat(true),
+      progress: (percent, message, metadata) => this.#progress(percent, message, metadata),
+      log: (...lines) => this.#log(lines),
     };
+    // Lines logged by the handler are sent before its outcome is reported.
     Promise.resolve()
       .then(() => handler(this.job, ctx))
       .then(
-        (result) => this.#end({ kind: 'complete', result }),
-        (error: unknown) => this.#end({ kind: 'fail', error, retryable: isRetryable(error) }),
+        async (result) => {
+          await this.#flushLogs();
+          this.#end({ kind: 'complete', result });
+        },
+        async (error: unknown) => {
+          await this.#flushLogs();
+          this.#end({ kind: 'fail', error, retryable: isRetryable(error) });
+        },
       );
   }
 
@@ -105,6 +176,13 @@ export class RunningJob {
     this.#ended = true;
     if (this.#heartbeatTimer) clearInterval(this.#heartbeatTimer);
     if (this.#timeoutTimer) clearTimeout(this.#timeoutTimer);
+    // A timeout or cancel still sends what was logged; a lost or released job's lines would be refused.
+    if (ending.kind === 'fail') void this.#flushLogs();
+    else {
+      if (this.#logTimer) clearTimeout(this.#logTimer);
+      this.#logTimer = null;
+      this.#logBuffer = [];
+    }
     if (abortReason !== undefined) {
       this.#abortReason = { reason: abortReason };
       this.#controller?.abort(abortReason);
@@ -118,6 +196,79 @@ export class RunningJob {
       if (this.#abortReason) this.#controller.abort(this.#abortReason.reason);
     }
     return this.#controller.signal;
+  }
+
+  #reportsOff(): boolean {
+    return !this.#options.jobs.progress || !this.#options.jobs.appendLogs || this.#options.reports?.supported === false;
+  }
+
+  /**
+   * A refused report: a stale lease or a job no longer ours ends the job
+   * like a refused heartbeat; a server without the endpoint turns reports
+   * off for the worker; anything else goes to the worker's `error` event.
+   * Returns the LeaseLostError when the job was lost.
+   */
+  #reportRefused(err: unknown): LeaseLostError | null {
+    if (missingEndpoint(err)) {
+      if (this.#options.reports) this.#options.reports.supported = false;
+      return null;
+    }
+    if (leaseRefusal(err)) {
+      const reason = new LeaseLostError(undefined, { cause: err });
+      this.#end({ kind: 'lost', error: reason }, reason);
+      return reason;
+    }
+    this.#options.onError(err, this.job);
+    return null;
+  }
+
+  async #progress(percent: number | null | undefined, message: string | null | undefined, metadata: Json | null | undefined): Promise<void> {
+    if (this.#ended || this.#reportsOff()) return;
+    const params: ProgressParams = { workerId: this.#options.workerId, leaseId: this.job.leaseId ?? undefined };
+    if (percent !== undefined) params.percent = percent;
+    if (message !== undefined) params.message = message;
+    if (metadata !== undefined) params.metadata = metadata;
+    try {
+      await this.#options.jobs.progress!(this.job.id, params);
+    } catch (err) {
+      // The handler's own mistake (percent 150, a huge message): tell it.
+      if (err instanceof ValidationError || err instanceof PayloadTooLargeError) throw err;
+      if (this.#ended) return;
+      const lost = this.#reportRefused(err);
+      if (lost) throw lost;
+    }
+  }
+
+  #log(values: unknown[]): void {
+    if (this.#ended || this.#reportsOff()) return;
+    this.#logBuffer.push(...logLines(values));
+    if (this.#logBuffer.length >= LOG_BATCH_LINES) void this.#flushLogs();
+    else this.#logTimer ??= setTimeout(() => void this.#flushLogs(), LOG_FLUSH_MS);
+  }
+
+  /** Sends the buffered lines; never rejects. */
+  #flushLogs(): Promise<void> {
+    if (this.#logTimer) clearTimeout(this.#logTimer);
+    this.#logTimer = null;
+    const lines = this.#logBuffer;
+    if (lines.length === 0) return this.#logChain;
+    this.#logBuffer = [];
+    this.#logChain = this.#logChain.then(() => this.#sendLogs(lines));
+    return this.#logChain;
+  }
+
+  async #sendLogs(lines: string[]): Promise<void> {
+    const { workerId } = this.#options;
+    for (let i = 0; i < lines.length; i += LOG_REQUEST_LINES) {
+      if (this.#reportsOff()) return;
+      try {
+        await this.#options.jobs.appendLogs!(this.job.id, { workerId, leaseId: this.job.leaseId ?? undefined, lines: lines.slice(i, i + LOG_REQUEST_LINES) });
+      } catch (err) {
+        // After the job ended (a timeout's fail reported first) a refusal is expected.
+        if (!this.#ended || !leaseRefusal(err)) this.#reportRefused(err);
+        return;
+      }
+    }
   }
 
   async #beat(fromHandler = false): Promise<void> {

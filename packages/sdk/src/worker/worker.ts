@@ -19,7 +19,9 @@ import { RunningJob, type Ending, type Handler } from './running-job.js';
 
 /** What the worker needs from a client; `SpoolClient` and the test kit's fake both fit. */
 export interface WorkerClient {
-  jobs: Pick<JobsResource, 'claim' | 'complete' | 'fail' | 'heartbeat' | 'completeMany' | 'failMany'>;
+  jobs: Pick<JobsResource, 'claim' | 'complete' | 'fail' | 'heartbeat' | 'completeMany' | 'failMany'>
+    /** Optional (Spool extensions): without them `ctx.progress()` and `ctx.log()` do nothing. */
+    & Partial<Pick<JobsResource, 'progress' | 'appendLogs'>>;
   workers: Pick<WorkersResource, 'register' | 'heartbeat' | 'deregister'>;
   /** Optional: without it, cancellation of running jobs is learned from heartbeats only. */
   events?: Pick<EventsResource, 'stream'>;
@@ -362,6 +364,7 @@ export class Worker<P = unknown, R = unknown> extends EventEmitter<WorkerEvents<
       leaseSeconds: this.#options.leaseSeconds,
       heartbeatEveryMs: this.#options.leaseSeconds * this.#options.heartbeatFraction * 1000,
       jobs: this.#client.jobs,
+      reports: this.#reports,
       onEnd: (ended, ending) => this.#onEnd(ended, ending),
       onError: (err, failedJob) => this.#emitError(err, failedJob),
     });
@@ -414,6 +417,8 @@ export class Worker<P = unknown, R = unknown> extends EventEmitter<WorkerEvents<
 
   /** Heartbeats still on the wire; deregistration waits for them so a late one cannot revive the worker. */
   #heartbeatsInFlight = new Set<Promise<void>>();
+  /** Whether the server has the progress and log endpoints (learned from the first answer that it has not). */
+  #reports = { supported: true };
 
   #sendWorkerHeartbeat(status: 'healthy' | 'draining'): Promise<void> {
     const sent = this.#postWorkerHeartbeat(status).finally(() => this.#heartbeatsInFlight.delete(sent));

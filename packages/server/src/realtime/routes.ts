@@ -141,8 +141,8 @@ function sseRoutes(app: FastifyInstance, rt: RealtimeContext): void {
       queueName,
       visible: (event) => authz.visible(event),
       onEvent: (event, token) => {
-        // The queue's job events and its queue.paused / queue.resumed.
-        if (event.queueName !== queueName || (event.eventType !== null && !event.eventType.startsWith('queue.'))) return;
+        // The queue's job events (job.progress and job.log included) and its queue.paused / queue.resumed.
+        if (event.queueName !== queueName || (event.eventType !== null && !event.eventType.startsWith('queue.') && !event.eventType.startsWith('job.'))) return;
         const envelopes = event.envelopes.filter((e) => !filter || filter.has(dottedName(e.type)));
         if (envelopes.length > 0) conn.send(envelopes, token());
       },

@@ -72,7 +72,7 @@ const BatchResult = Type.Object({
 const NOT_OWNED = 'job_not_found_or_not_owned';
 
 /** The contract's answer for a fenced operation that changed nothing: 404 not owned, 409 stale lease. */
-function refuse(reply: FastifyReply, reason: FenceFailure, jobId: string): FastifyReply {
+export function refuse(reply: FastifyReply, reason: FenceFailure, jobId: string): FastifyReply {
   if (reason === 'lease_mismatch') {
     return reply.code(409).send({ success: false, ...errorBody('LEASE_EXPIRED', 'Lease expired: this lease_id is no longer the job\'s current lease', { job_id: jobId }) });
   }

@@ -5,7 +5,8 @@ import { JOB_LOG_LIMITS, jobLogAppend, jobLogList, jobProgressGet, jobProgressSe
 import type { AppContext } from '../app.js';
 import { grantOf } from '../http/route-authorization.js';
 import { IdParams, jsonBytes, nullable } from '../wire/common.js';
-import { loadJob, queryInt } from './jobs.js';
+import { loadJob } from './jobs.js';
+import { extensionInt } from '../http/warnings.js';
 import { refuse } from './jobs-worker.js';
 
 const WorkerId = Type.String({ minLength: 1, maxLength: 255 });
@@ -135,8 +136,8 @@ export function jobProgressRoutes(app: FastifyInstance, ctx: AppContext): void {
   }, async (request) => {
     const { organizationId } = grantOf(request);
     const job = await loadJob(ctx, organizationId, request.params.id.toLowerCase());
-    const after = queryInt(request.query.after, 0, 0, Number.MAX_SAFE_INTEGER);
-    const lines = await jobLogList(ctx.db, organizationId, job.id, after, queryInt(request.query.limit, LIST_MAX, 1, LIST_MAX));
+    const after = extensionInt('after', request.query.after, 0, 0, Number.MAX_SAFE_INTEGER);
+    const lines = await jobLogList(ctx.db, organizationId, job.id, after, extensionInt('limit', request.query.limit, LIST_MAX, 1, LIST_MAX));
     return { job_id: job.id, lines: lines.map((l) => ({ seq: l.seq, at: l.at.toISOString(), line: l.line })) };
   });
 }

@@ -127,7 +127,7 @@ async function timing(client: pg.PoolClient, org: string): Promise<void> {
 
 /**
  * Jobs waiting out a retry backoff stay `pending` with a future scheduled_at
- * (CONTRACT §3.4). job-fail-many.sql also sets `in_backoff` (migration 008),
+ * (docs/compatibility.md §3.4). job-fail-many.sql also sets `in_backoff` (migration 008),
  * which keeps them out of jobs_claim_idx until the promoter clears it; this
  * shows that 100,000 of them do not slow the claim.
  */
@@ -138,7 +138,7 @@ async function backoffScenario(db: pg.Pool, client: pg.PoolClient, org: string):
   await timed('VACUUM (ANALYZE)', () => db.query('VACUUM (ANALYZE) spool.jobs'));
   print(`# With ${BACKOFF.toLocaleString('en-US')} of the pending jobs waiting out a retry backoff`);
   print();
-  print('A failed job with retries left stays `pending` with `scheduled_at` = now + backoff (CONTRACT §3.4), and');
+  print('A failed job with retries left stays `pending` with `scheduled_at` = now + backoff (docs/compatibility.md §3.4), and');
   print('`in_backoff` (migration 008) keeps it out of jobs_claim_idx until the promoter clears the flag at its time,');
   print('so the claim should not step over these rows.');
   print();

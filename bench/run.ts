@@ -1,6 +1,6 @@
 /**
  * `npm run bench [-- --quick] [-- --reps N] [-- --systems spool,pg-boss]`:
- * starts its own embedded PostgreSQL (default durability), runs DESIGN §7's
+ * starts its own embedded PostgreSQL (default durability), runs docs/design.md §7's
  * scenarios S1–S7 for Spool, graphile-worker, pg-boss and plain SQL, and
  * writes bench/results/latest.json and BENCHMARKS.md. With `--cost` it
  * measures per-job database cost instead (bench/cost.ts).
@@ -91,7 +91,7 @@ async function runSystem(sys: BenchSystem): Promise<void> {
   if (sys instanceof SpoolSystem && sys.name === 'spool') await runSpoolOnly(sys);
 }
 
-/** S6 and S7 compare Spool with itself (DESIGN §7), so they run for Spool only. */
+/** S6 and S7 compare Spool with itself (docs/design.md §7), so they run for Spool only. */
 async function runSpoolOnly(sys: SpoolSystem): Promise<void> {
   const name = sys.name;
   const jobsPerS = (scenario: string, v: number) => results.add(name, scenario, 'jobs_per_s', v);

@@ -1,6 +1,6 @@
 /**
  * A small in-memory HTTP server that speaks just enough of the wire contract
- * (CONTRACT §1.2–§3.9, snake_case, plus Spool's long poll and batch
+ * (docs/compatibility.md §1.2–§3.9, snake_case, plus Spool's long poll and batch
  * extensions) to test the SDK and the CLI over real HTTP. Written against the
  * wire directly (no SDK code) so key conversion is actually checked.
  *

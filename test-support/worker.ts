@@ -15,7 +15,7 @@ export interface HttpWorker {
   fail(job: ClaimedJob, error: string): Promise<void>;
 }
 
-/** A worker for tests that speaks the worker protocol over real HTTP (CONTRACT §3.4). */
+/** A worker for tests that speaks the worker protocol over real HTTP (docs/compatibility.md §3.4). */
 export function httpWorker(server: TestServer, workerId = 'test-worker'): HttpWorker {
   const call = async (path: string, body: unknown) => {
     const response = await server.request('POST', path, { body });

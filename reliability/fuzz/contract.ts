@@ -1,6 +1,6 @@
 import type { RawRequest, RawResponse } from './raw-http.js';
 
-/** CONTRACT §1.4: the codes an error body may carry. */
+/** docs/compatibility.md §1.4: the codes an error body may carry. */
 export const ERROR_CODES = new Set([
   'VALIDATION_ERROR', 'BAD_REQUEST', 'AUTHENTICATION_FAILED', 'UNAUTHORIZED', 'ACCESS_DENIED', 'NOT_FOUND', 'CONFLICT',
   'LEASE_EXPIRED', 'PAYLOAD_TOO_LARGE', 'RATE_LIMIT_EXCEEDED', 'LIMIT_EXCEEDED', 'INTERNAL_ERROR',

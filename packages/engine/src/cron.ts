@@ -2,7 +2,7 @@ import { Cron } from 'croner';
 import { ValidationError } from '@spool/protocol';
 
 /**
- * Cron expressions (CONTRACT §3.9): six space-separated fields
+ * Cron expressions (docs/compatibility.md §3.9): six space-separated fields
  * `second minute hour day-of-month month day-of-week`, each a star, a star
  * with a step ("every n"), a number, a range `a-b` (optionally with a step),
  * or a comma list of numbers and ranges. No names,

@@ -14,7 +14,7 @@ function rejects(fn: () => unknown, field: string, pattern: RegExp): void {
   });
 }
 
-describe('cron grammar (CONTRACT §3.9)', () => {
+describe('cron grammar (docs/compatibility.md §3.9)', () => {
   it('accepts the contract forms in every field', () => {
     for (const expr of ['* * * * * *', '*/5 * * * * *', '0 0 9-17 * * 1-5', '0,15,30,45 * * * * *', '30 2 * 1,6,12 * 0', '0 0 0 1 1 *', '59 59 23 31 12 6', '0 0 0-23/2 * * *', '0 5,10-20 * * * *']) {
       assert.equal(normalizeCron(expr), expr, expr);

@@ -98,7 +98,7 @@ describe('fail with retries left', () => {
     assert.equal(await claimable(queue), 0, 'not claimable during the backoff');
     const row = await jobRow(t.pool, id);
     await sleep(Math.max(0, row.scheduled_at!.getTime() - Date.now()) + 50);
-    // Out of the claim index until the promoter ends the backoff (DESIGN §4:
+    // Out of the claim index until the promoter ends the backoff (docs/design.md §4:
     // jobs waiting to retry must not slow every claim).
     assert.equal(await claimable(queue), 0, 'still in backoff until promoted');
     assert.ok((await jobPromoteScheduled(t.pool, 1000)) >= 1);

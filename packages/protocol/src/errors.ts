@@ -1,6 +1,6 @@
 /**
  * Domain errors: one small class each with a stable `code` from the wire
- * contract (CONTRACT §1.4). The HTTP layer maps `status` and `code` to the
+ * contract (docs/compatibility.md §1.4). The HTTP layer maps `status` and `code` to the
  * response; nothing else needs to know about HTTP.
  */
 export type ErrorCode =

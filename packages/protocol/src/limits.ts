@@ -1,4 +1,4 @@
-/** Field limits shared by the API edge, the engine and the SDK (CONTRACT §1.8, §3.4). */
+/** Field limits shared by the API edge, the engine and the SDK (docs/compatibility.md §1.8, §3.4). */
 export const LIMITS = {
   queueNameMax: 100,
   priorityMin: -100,

@@ -1,5 +1,5 @@
 /**
- * CONTRACT §4: realtime events travel as PascalCase types (`JobCreated`);
+ * docs/compatibility.md §4: realtime events travel as PascalCase types (`JobCreated`);
  * the SDKs, the `?events=` filter and webhook subscriptions use dotted names
  * (`job.created`). Types without a PascalCase form (`job.started`,
  * `queue.paused`, …) are their own dotted name.

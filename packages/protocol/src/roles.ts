@@ -1,5 +1,5 @@
 /**
- * What an API key may do (extension; CONTRACT keys have no role and are `admin`).
+ * What an API key may do (extension: the Spooled contract's keys have no role; they are `admin`).
  * - `admin`: everything its queues allow (today's keys, the default).
  * - `producer`: enqueue, and read the jobs of its queues.
  * - `worker`: claim, heartbeat, complete and fail jobs of its queues, and register workers.

@@ -1,5 +1,5 @@
 /**
- * Key conversion between the snake_case wire (CONTRACT §1.2) and the
+ * Key conversion between the snake_case wire (docs/compatibility.md §1.2) and the
  * camelCase API. Values under the "blob" keys are user JSON and travel
  * byte-for-byte: their own keys are never rewritten.
  */

@@ -1,6 +1,6 @@
 /**
  * Errors the client throws. Every answer the server refused becomes a
- * `SpoolApiError` (or a subclass chosen by status, CONTRACT §1.4) carrying
+ * `SpoolApiError` (or a subclass chosen by status, docs/compatibility.md §1.4) carrying
  * the status, the stable `code`, the server's request id and `details`.
  * Failures to get an answer at all are `SpoolNetworkError` / `SpoolTimeoutError`.
  */
@@ -130,7 +130,7 @@ const MAX_TEXT_MESSAGE = 300;
 
 /**
  * Builds the error from a decoded error body: `{ code, message, details }`,
- * `{ error, code, details }` or plain text (CONTRACT §1.4).
+ * `{ error, code, details }` or plain text (docs/compatibility.md §1.4).
  */
 export function errorFromBody(status: number, body: unknown, extra: Omit<ApiErrorInit, 'status' | 'code' | 'message'>): SpoolApiError {
   let code = '';

@@ -2,7 +2,7 @@
  * The HTTP transport under every resource: builds the request, converts
  * keys, maps refusals to typed errors and retries what is safe to retry.
  *
- * Retry rules (CONTRACT §1.4):
+ * Retry rules (docs/compatibility.md §1.4):
  *  - 429 is retried for every method: the server refused before doing anything.
  *  - 5xx, timeouts and dropped connections are retried only for idempotent
  *    calls (GET/PUT/DELETE, or a POST the caller marks idempotent, e.g. one

@@ -77,7 +77,7 @@ export class ClaimWaiter {
  * The per-process registry of long-polling claims (the `wait_ms` extension),
  * subscribed once to the notifier. A notification naming `org:queue` wakes
  * exactly ONE waiter of that queue, the longest waiting (pg-boss wakes every
- * poller, and all but one then find nothing: DESIGN §8); a woken claimer that
+ * poller, and all but one then find nothing: docs/design.md §8); a woken claimer that
  * fills its whole batch passes the wakeup on (see `claimWithWait`). After a
  * notifier reconnect, notifications may have been lost, so everyone wakes.
  */

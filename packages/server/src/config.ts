@@ -67,7 +67,7 @@ export interface Config {
    * `trustProxy`): false = none, a hop count, or addresses/CIDRs.
    */
   trustProxy: false | number | string[];
-  /** When set, GET /metrics wants `Authorization: Bearer <token>`; otherwise it is public (CONTRACT §3.1). */
+  /** When set, GET /metrics wants `Authorization: Bearer <token>`; otherwise it is public (docs/compatibility.md §3.1). */
   metricsToken: string | null;
   /** How often the cached queue aggregates behind /metrics refresh while scraped. */
   metricsRefreshMs: number;

@@ -2,7 +2,7 @@ import { jobInsertMany, type InsertedJob, type NewJob, type Queryable } from '@s
 import { GroupCommit, type GroupCommitOptions } from './group-commit.js';
 
 /**
- * Group commit for single enqueues (DESIGN §7 S1, §8): concurrent
+ * Group commit for single enqueues (docs/design.md §7 S1, §8): concurrent
  * `POST /jobs` and gRPC `Enqueue` calls share one multi-row INSERT. Idempotency
  * keys behave as if the calls ran one after another in arrival order (the
  * first gets `created: true`, a later one the same id with `created: false`).

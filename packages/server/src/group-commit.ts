@@ -21,7 +21,7 @@ function isRowError(err: unknown): boolean {
 }
 
 /**
- * Group commit (DESIGN §7, §8): concurrent callers that each write one item
+ * Group commit (docs/design.md §7, §8): concurrent callers that each write one item
  * share one multi-row statement, one NOTIFY and one commit instead of paying
  * a commit (and the cluster-wide NOTIFY lock) each.
  *

@@ -1,5 +1,5 @@
 /**
- * Plans and their limits (CONTRACT §3.14). The four contract tiers plus
+ * Plans and their limits (docs/compatibility.md §3.14). The four contract tiers plus
  * `unlimited`, a Spool addition for self-hosting: every limit null, so no
  * quota is counted or enforced and no per-plan rate limit applies.
  * An organization's `custom_limits` JSON overrides any key of its tier.

@@ -1,7 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import { organizationSlugsTaken, type Queryable } from '@spool/engine';
 
-/** CONTRACT §3.14: 3–50 characters, lowercase words joined by single hyphens, starting with a letter. */
+/** docs/compatibility.md §3.14: 3–50 characters, lowercase words joined by single hyphens, starting with a letter. */
 export const SLUG_PATTERN = '^[a-z][a-z0-9]*(-[a-z0-9]+)*$';
 const SLUG_RE = new RegExp(SLUG_PATTERN);
 export const SLUG_MIN = 3;

@@ -21,7 +21,7 @@ export function usageCounts(row: OrganizationCounts | undefined, maxJobsPerDay: 
   };
 }
 
-/** UsageInfo (CONTRACT §3.14) of each organization, keyed by id. */
+/** UsageInfo (docs/compatibility.md §3.14) of each organization, keyed by id. */
 export async function usageInfos(db: Db, organizations: Pick<OrganizationRow, 'id' | 'plan_tier' | 'custom_limits'>[]): Promise<Map<string, UsageInfo>> {
   const counts = await organizationUsageCounts(db, organizations.map((o) => o.id));
   const out = new Map<string, UsageInfo>();

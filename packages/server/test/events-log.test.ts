@@ -172,7 +172,7 @@ describe('queue, worker and schedule events', () => {
       assert.match(delivered.headers['x-spooled-signature'] as string, /^sha256=[0-9a-f]{64}$/);
       assert.ok(!Number.isNaN(Date.parse(delivered.json.timestamp)));
     }
-    // Wire names: PascalCase where CONTRACT §4 has one, dotted otherwise.
+    // Wire names: PascalCase where docs/compatibility.md §4 has one, dotted otherwise.
     const types = new Set(stream.events.map((e) => e.data.type));
     for (const type of ['queue.paused', 'queue.resumed', 'WorkerRegistered', 'WorkerDeregistered', 'schedule.triggered']) assert.ok(types.has(type), type);
     for (const type of ['worker.registered', 'worker.deregistered']) assert.ok(!types.has(type), `${type} travels as ${WIRE[type]}`);

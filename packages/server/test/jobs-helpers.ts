@@ -37,7 +37,7 @@ export async function restrictedKey(server: TestServer, queues: string[]): Promi
 
 export const MISSING_ID = '00000000-0000-4000-8000-000000000000';
 
-/** Asserts a contract error body (CONTRACT §1.4) and that its message names `field` when given. */
+/** Asserts a contract error body (docs/compatibility.md §1.4) and that its message names `field` when given. */
 export function assertError(res: { status: number; body: any; text: string }, status: number, code: string, field?: RegExp): void {
   assert.equal(res.status, status, res.text);
   assert.equal(res.body.code, code, res.text);

@@ -23,7 +23,7 @@ function raw(request: Partial<RawRequest> & { target: string }): Promise<RawResp
   return sendRaw(host, port, { method: 'GET', headers: [['Authorization', `Bearer ${server.apiKey}`]], ...request }, 10_000);
 }
 
-/** The contract's error body (CONTRACT §1.4) with `code`, and a message matching `message`. */
+/** The contract's error body (docs/compatibility.md §1.4) with `code`, and a message matching `message`. */
 function assertError(response: RawResponse, status: number, code: string, message: RegExp): void {
   assert.equal(response.status, status, response.body.toString());
   assert.match(response.headers['content-type'] ?? '', /application\/json/);

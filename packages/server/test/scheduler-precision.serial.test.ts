@@ -1,5 +1,5 @@
 /**
- * DESIGN §4: cron ticks and delayed jobs fire within 100 ms of their time,
+ * docs/design.md §4: cron ticks and delayed jobs fire within 100 ms of their time,
  * not on a sweep. Asserted at 150 ms to keep CI stable on a loaded machine.
  */
 import assert from 'node:assert/strict';

@@ -27,7 +27,7 @@ async function jobCount(queue: string): Promise<number> {
   return (await server.spool.db.query<{ n: number }>('SELECT count(*)::int AS n FROM spool.jobs WHERE queue_name = $1', [queue])).rows[0]!.n;
 }
 
-describe('schedules API (CONTRACT §3.9)', () => {
+describe('schedules API (docs/compatibility.md §3.9)', () => {
   it('creates a schedule (201) with every contract key, computing next_run_at in its time zone', async () => {
     const created = await create({ timezone: 'America/New_York', description: 'd', tags: { team: 'ops' }, metadata: { Owner: 'Me' }, priority: 5, max_retries: 1, timeout_seconds: 60 });
     assert.equal(created.status, 201);

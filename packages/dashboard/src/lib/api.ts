@@ -1,6 +1,6 @@
 import { endSession, getSession } from './session';
 
-/** A failed API call: the HTTP status and the contract's error body (CONTRACT §1.4). */
+/** A failed API call: the HTTP status and the contract's error body (docs/compatibility.md §1.4). */
 export class ApiError extends Error {
   constructor(
     readonly status: number,

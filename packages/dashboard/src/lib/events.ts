@@ -10,7 +10,7 @@ import { getSession, onSessionChange } from './session';
  */
 
 export interface LiveEvent {
-  /** Dotted name (`job.created`); PascalCase wire types are mapped (CONTRACT §4). */
+  /** Dotted name (`job.created`); PascalCase wire types are mapped (docs/compatibility.md §4). */
   type: string;
   data: Record<string, unknown>;
 }

@@ -1,4 +1,4 @@
-/** Wire shapes the dashboard reads (CONTRACT §3). Only the fields it uses. */
+/** Wire shapes the dashboard reads (docs/compatibility.md §3). Only the fields it uses. */
 
 export type JobStatus = 'pending' | 'scheduled' | 'processing' | 'completed' | 'failed' | 'deadletter' | 'cancelled';
 export const JOB_STATUSES: JobStatus[] = ['pending', 'scheduled', 'processing', 'completed', 'failed', 'deadletter', 'cancelled'];

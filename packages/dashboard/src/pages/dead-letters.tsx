@@ -10,7 +10,7 @@ import { setQuery } from '../lib/router';
 import type { Job, JobStats, JobSummary } from '../lib/types';
 
 const PAGE_SIZE = 50;
-/** The contract replays at most 100 jobs per call (CONTRACT §3.6). */
+/** The contract replays at most 100 jobs per call (docs/compatibility.md §3.6). */
 const REPLAY_BATCH = 100;
 const REPLAY_ALL_MAX_ROUNDS = 1000;
 

@@ -1,5 +1,5 @@
 -- Spool schema, version 1. Every tenant table leads with organization_id so
--- that a distributed PostgreSQL can shard by it later (DESIGN §5). Each index
+-- that a distributed PostgreSQL can shard by it later (docs/design.md §5). Each index
 -- says which query it serves.
 
 CREATE TABLE spool.organizations (
@@ -236,7 +236,7 @@ CREATE TABLE spool.leader_leases (
   acquired_at timestamptz NOT NULL DEFAULT now()
 );
 
--- The one backoff function (DESIGN §4): exponential from base_ms, capped at
+-- The one backoff function (docs/design.md §4): exponential from base_ms, capped at
 -- cap_ms, plus uniform jitter in [0, jitter_ms). attempt counts from 0.
 CREATE FUNCTION spool.backoff_ms(attempt integer, base_ms integer, cap_ms integer, jitter_ms integer)
 RETURNS double precision LANGUAGE sql VOLATILE PARALLEL SAFE AS $$

@@ -55,7 +55,7 @@ CREATE TABLE spool.job_dependencies (
 -- serves: releasing dependents when a job completes (ops/job-complete-many.sql)
 CREATE INDEX job_dependencies_parent_idx ON spool.job_dependencies (organization_id, depends_on_job_id);
 
--- A workflow's status from its counters (CONTRACT §3.10). Jobs that are
+-- A workflow's status from its counters (docs/compatibility.md §3.10). Jobs that are
 -- neither finished nor blocked can still run; once none can, the workflow
 -- has ended: failed if any job failed, else cancelled (a cancelled job left
 -- its dependents blocked). Called by every statement that moves a workflow job.

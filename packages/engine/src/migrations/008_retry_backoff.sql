@@ -1,7 +1,7 @@
 -- A failed job waiting out its retry backoff is `pending` on the wire
--- (CONTRACT §3.4), but it must not sit in the claim index: with 100,000 jobs
+-- (docs/compatibility.md §3.4), but it must not sit in the claim index: with 100,000 jobs
 -- in backoff during an outage every claim stepped over all of them
--- (100-350 ms per claim), and DESIGN §4 says claim cost must not grow with
+-- (100-350 ms per claim), and docs/design.md §4 says claim cost must not grow with
 -- future-scheduled jobs. `in_backoff` takes such rows out of the claim index
 -- until the promoter (which already wakes for scheduled jobs) clears it at
 -- scheduled_at and wakes the queue's claimers.

@@ -1,6 +1,6 @@
 -- The event log for everything that is not a job transition (job events come
 -- from spool.job_history): queue.paused, queue.resumed, worker.registered,
--- worker.deregistered, schedule.triggered (CONTRACT §1.7, §4). Each row is
+-- worker.deregistered, schedule.triggered (docs/compatibility.md §1.7, §4). Each row is
 -- written by the statement that makes the change, so an event exists exactly
 -- when its change committed. Realtime (docs/realtime.md) and the webhook
 -- dispatcher (docs/webhooks.md) read it like the job history: by id, with the
@@ -10,7 +10,7 @@ CREATE TABLE spool.events (
   id              bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
   organization_id uuid NOT NULL REFERENCES spool.organizations (id) ON DELETE CASCADE,
   type            text NOT NULL CHECK (type IN ('queue.paused', 'queue.resumed', 'worker.registered', 'worker.deregistered', 'schedule.triggered')),
-  -- the event's data as sent (snake_case keys, CONTRACT §4), without timestamp (that is created_at)
+  -- the event's data as sent (snake_case keys, docs/compatibility.md §4), without timestamp (that is created_at)
   data            jsonb NOT NULL CHECK (jsonb_typeof(data) = 'object'),
   created_at      timestamptz NOT NULL DEFAULT now()
 );

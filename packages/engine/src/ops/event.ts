@@ -21,7 +21,7 @@ export interface LogEvent {
   id: number;
   organization_id: string;
   type: EventType;
-  /** snake_case data as sent (CONTRACT §4), without `timestamp` (that is created_at). */
+  /** snake_case data as sent (docs/compatibility.md §4), without `timestamp` (that is created_at). */
   data: Record<string, unknown>;
   created_at: Date;
 }

@@ -8,7 +8,7 @@
 -- (So a complete without a lease_id whose job was rescued and re-leased to
 -- the same worker id between this statement's snapshot and its write is
 -- refused as not_owned: that lease belongs to a new claim.)
--- In the same statement (CONTRACT §3.10, docs/workflows.md):
+-- In the same statement (docs/compatibility.md §3.10, docs/workflows.md):
 --  * dependents: each dependent's dependencies_remaining drops by the number
 --    of its dependencies completed here; mode 'all' is met at zero, mode
 --    'any' at the first. The decrement is an UPDATE of the dependent's row,

@@ -3,7 +3,7 @@
 -- CONFLICT DO UPDATE (a no-op write) makes a concurrent duplicate wait for
 -- the first insert and then return its row, so there is no race window;
 -- xmax = 0 tells a fresh insert from a hit. Callers dedupe keys within a batch.
--- One pg_notify for the whole statement (never per row): DESIGN §8.
+-- One pg_notify for the whole statement (never per row): docs/design.md §8.
 -- The batch's organizations are locked once (FOR KEY SHARE) instead of a
 -- foreign-key check per row (migration 013); a missing one fails the whole
 -- statement with foreign_key_violation, as the key did.

@@ -9,7 +9,7 @@ const listTemplate = sqlFile(import.meta.url, './job-list.sql');
 const stats = sqlFile(import.meta.url, './job-stats.sql');
 const statusMany = sqlFile(import.meta.url, './job-status-many.sql');
 
-/** Columns a job list may be ordered by (CONTRACT §1.5). */
+/** Columns a job list may be ordered by (docs/compatibility.md §1.5). */
 export const JOB_ORDER_COLUMNS = ['created_at', 'updated_at', 'scheduled_at', 'completed_at', 'priority', 'status', 'queue_name', 'retry_count'] as const;
 export type JobOrderColumn = (typeof JOB_ORDER_COLUMNS)[number];
 export type OrderDirection = 'asc' | 'desc';

@@ -1,6 +1,6 @@
 -- Lease reaper: processing jobs whose lease ran out go back to pending with
 -- retry_count + 1, or to the dead-letter queue when retries are exhausted
--- (CONTRACT §3.5). A job whose cancellation was requested ends cancelled
+-- (docs/compatibility.md §3.5). A job whose cancellation was requested ends cancelled
 -- instead: its worker is gone, and running it again would ignore the cancel.
 -- Bounded batch; SKIP LOCKED lets replicas overlap safely. There is no index
 -- on lease_expires_at (migration 009: it cost an index entry per claim and

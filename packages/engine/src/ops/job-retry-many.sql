@@ -1,6 +1,6 @@
 -- Puts failed or dead-lettered jobs back to pending, claimable now. Used by
--- the manual retry ($5 = false: retry_count + 1, CONTRACT §3.3) and by the
--- DLQ replay ($5 = true: retry_count reset to 0, CONTRACT §3.6). Selection:
+-- the manual retry ($5 = false: retry_count + 1, docs/compatibility.md §3.3) and by the
+-- DLQ replay ($5 = true: retry_count reset to 0, docs/compatibility.md §3.6). Selection:
 -- the given ids ($2), else the oldest $4 of queue $3, else of the organization;
 -- always only of the caller's queues ($7: LIKE patterns, NULL = all).
 WITH target AS (

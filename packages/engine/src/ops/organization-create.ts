@@ -29,7 +29,7 @@ export interface CreatedOrganization {
   apiKey: { id: string; key: string; name: string; created_at: Date };
 }
 
-/** A new incoming-webhook token (CONTRACT §3.14: `whk_` + base64url of 24 random bytes). */
+/** A new incoming-webhook token (docs/compatibility.md §3.14: `whk_` + base64url of 24 random bytes). */
 export function generateWebhookToken(): string {
   return `whk_${randomBytes(24).toString('base64url')}`;
 }

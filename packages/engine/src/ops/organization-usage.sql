@@ -1,4 +1,4 @@
--- Resource counts of organizations (CONTRACT §3.14 "Counts"): active jobs =
+-- Resource counts of organizations (docs/compatibility.md §3.14 "Counts"): active jobs =
 -- pending + scheduled + processing; queues = config rows; workers = healthy +
 -- degraded; API keys = active; schedules = active; workflows = pending or
 -- running; webhooks = enabled. `jobs_today_counter` is the

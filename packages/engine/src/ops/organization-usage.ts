@@ -25,7 +25,7 @@ export interface OrganizationCounts {
   webhooks: number;
 }
 
-/** Resource counts of each organization (CONTRACT §3.14), keyed by id. */
+/** Resource counts of each organization (docs/compatibility.md §3.14), keyed by id. */
 export async function organizationUsageCounts(db: Queryable, ids: string[]): Promise<Map<string, OrganizationCounts>> {
   const valid = ids.filter(isUuid);
   const out = new Map<string, OrganizationCounts>();

@@ -1,4 +1,4 @@
--- Counts for the realtime QueueStats event (CONTRACT §4.2): pending
+-- Counts for the realtime QueueStats event (docs/compatibility.md §4.2): pending
 -- includes scheduled, failed includes deadletter. Finished jobs are counted
 -- over the last 24 hours (by creation) so that the cost stays bounded.
 SELECT count(*) FILTER (WHERE status IN ('pending', 'scheduled'))::int AS pending,

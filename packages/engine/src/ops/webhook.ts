@@ -17,7 +17,7 @@ const dispatch = sqlFile(import.meta.url, './webhook-dispatch.sql');
 const dispatchEvents = sqlFile(import.meta.url, './webhook-dispatch-events.sql');
 const consumers = sqlFile(import.meta.url, './webhook-dispatch-consumers.sql');
 
-/** Outgoing webhook events (CONTRACT §1.7). */
+/** Outgoing webhook events (docs/compatibility.md §1.7). */
 export const WEBHOOK_EVENTS = [
   'job.created', 'job.started', 'job.completed', 'job.failed', 'job.cancelled',
   'queue.paused', 'queue.resumed', 'worker.registered', 'worker.deregistered', 'schedule.triggered',

@@ -3,7 +3,7 @@ import { workerMarkOffline } from '../ops/retention.js';
 import { LoopService, type LoopServiceOptions } from './service.js';
 
 export interface WorkerLivenessOptions extends Partial<LoopServiceOptions> {
-  /** A worker without a heartbeat for this long is offline. Default 2 min (CONTRACT §3.5). */
+  /** A worker without a heartbeat for this long is offline. Default 2 min (docs/compatibility.md §3.5). */
   silenceMs?: number;
   /** Workers handled per transaction. Default 100. */
   batchSize?: number;

@@ -1,4 +1,4 @@
-/** Realtime events over Server-Sent Events (CONTRACT §4; docs/realtime.md). */
+/** Realtime events over Server-Sent Events (docs/compatibility.md §4; docs/realtime.md). */
 import { fromWire } from '../case.js';
 import type { CallOptions } from '../http.js';
 import { readSse } from '../sse.js';

@@ -1,4 +1,4 @@
-/** Jobs, the worker protocol and the dead-letter queue (CONTRACT §3.3, §3.4, §3.6, §3.10). */
+/** Jobs, the worker protocol and the dead-letter queue (docs/compatibility.md §3.3, §3.4, §3.6, §3.10). */
 import type { JobStatus } from '@spool/protocol';
 import { ConflictError } from '../errors.js';
 import type { CallOptions } from '../http.js';

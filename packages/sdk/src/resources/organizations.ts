@@ -1,4 +1,4 @@
-/** Organizations, API keys, auth and billing (CONTRACT §3.2, §3.13, §3.14, §3.15). */
+/** Organizations, API keys, auth and billing (docs/compatibility.md §3.2, §3.13, §3.14, §3.15). */
 import type { CallOptions } from '../http.js';
 import type { ApiKeyRole } from '@spool/protocol';
 import { Resource, seg } from './resource.js';

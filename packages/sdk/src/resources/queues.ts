@@ -1,4 +1,4 @@
-/** Queues and workers (CONTRACT §3.7, §3.8). */
+/** Queues and workers (docs/compatibility.md §3.7, §3.8). */
 import type { CallOptions } from '../http.js';
 import { Resource, seg } from './resource.js';
 

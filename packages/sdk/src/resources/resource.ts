@@ -1,6 +1,6 @@
 import type { CallOptions, RequestSpec, Transport } from '../http.js';
 
-/** Encodes one path segment: ids are opaque strings (CONTRACT §1.2). */
+/** Encodes one path segment: ids are opaque strings (docs/compatibility.md §1.2). */
 export function seg(value: string): string {
   return encodeURIComponent(value);
 }

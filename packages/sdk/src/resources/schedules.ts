@@ -1,4 +1,4 @@
-/** Cron schedules and workflows (CONTRACT §3.9, §3.10). */
+/** Cron schedules and workflows (docs/compatibility.md §3.9, §3.10). */
 import type { CallOptions } from '../http.js';
 import type { Json, JobStatus } from './jobs.js';
 import { Resource, seg } from './resource.js';

@@ -1,4 +1,4 @@
-/** Health, metrics, dashboard and admin (CONTRACT §3.1, §3.16, §3.17). */
+/** Health, metrics, dashboard and admin (docs/compatibility.md §3.1, §3.16, §3.17). */
 import type { CallOptions } from '../http.js';
 import type { CreatedApiKey, Organization, PlanLimits, PlanTier, UsageInfo } from './organizations.js';
 import { Resource, seg } from './resource.js';

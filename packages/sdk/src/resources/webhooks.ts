@@ -1,4 +1,4 @@
-/** Outgoing webhooks (CONTRACT §3.11). */
+/** Outgoing webhooks (docs/compatibility.md §3.11). */
 import type { CallOptions } from '../http.js';
 import type { Json } from './jobs.js';
 import { Resource, seg } from './resource.js';

@@ -84,7 +84,7 @@ function logLines(values: unknown[]): string[] {
 }
 
 /**
- * The fenced answers of CONTRACT §3.4 (a job no longer ours: 404 with
+ * The fenced answers of docs/compatibility.md §3.4 (a job no longer ours: 404 with
  * `error: job_not_found_or_not_owned`; a stale lease: 409 LEASE_EXPIRED).
  * Any other 404 to a report is a server without the endpoint (an older
  * Spool, or another implementation of the contract).

@@ -10,7 +10,7 @@ export interface GrpcFailure {
   details: string;
 }
 
-// The SDK maps status codes to its error classes (CONTRACT §5). RESOURCE_EXHAUSTED
+// The SDK maps status codes to its error classes (docs/compatibility.md §5). RESOURCE_EXHAUSTED
 // makes it back off and retry, so it is kept for rate and plan limits; a payload
 // that is too large is the caller's mistake and stays INVALID_ARGUMENT.
 const BY_DOMAIN_CODE: Record<string, Status> = {

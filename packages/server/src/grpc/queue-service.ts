@@ -17,7 +17,7 @@ import { fromTimestamp, jobToProto, structToJson, toTimestamp, type ProtoJob, ty
 import { processJobs, streamJobs } from './queue-streams.js';
 import { batchSize, checkQueueName, checkWorkerId, intOrDefault, leaseSeconds, optionalString } from './validate.js';
 
-/* QueueService (CONTRACT §5): request and response shapes as the server's proto-loader sees them. */
+/* QueueService (docs/compatibility.md §5): request and response shapes as the server's proto-loader sees them. */
 
 export interface EnqueueRequest {
   queue_name: string;

@@ -2,7 +2,7 @@ import { LIMITS, QUEUE_NAME_PATTERN, ValidationError, clamp } from '@spool/proto
 
 /*
  * Request checks for the gRPC surface. The details texts are part of the
- * contract (CONTRACT §5): clients match "Queue name", "alphanumeric" and
+ * contract (docs/compatibility.md §5): clients match "Queue name", "alphanumeric" and
  * "Worker ID is required".
  */
 
@@ -11,7 +11,7 @@ export const GRPC_DEFAULT_LEASE_SECONDS = 300;
 
 const WORKER_ID_MAX = 255;
 
-/** Throws unless `name` is a valid queue name (CONTRACT §1.8). */
+/** Throws unless `name` is a valid queue name (docs/compatibility.md §1.8). */
 export function checkQueueName(name: string): string {
   if (name.length === 0) throw new ValidationError('Queue name is required', { field: 'queue_name' });
   if (name.length > LIMITS.queueNameMax) {

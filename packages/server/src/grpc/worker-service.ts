@@ -7,7 +7,7 @@ import { jsonBytes } from '../wire/common.js';
 import { unary, type GrpcContext } from './call.js';
 import { checkQueueName, checkWorkerId, GRPC_DEFAULT_LEASE_SECONDS, optionalString } from './validate.js';
 
-/* WorkerService (CONTRACT §5). Unknown workers (any id string) are answered OK with false, never an error. */
+/* WorkerService (docs/compatibility.md §5). Unknown workers (any id string) are answered OK with false, never an error. */
 
 /** Seconds between worker heartbeats we ask for; must be a positive integer (clients setInterval with it). */
 const HEARTBEAT_INTERVAL_SECS = 10;

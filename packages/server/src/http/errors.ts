@@ -3,7 +3,7 @@ import { SpoolError } from '@spool/protocol';
 import { describeValidationError } from './validation.js';
 import { isTransientDatabaseError } from '../transient-database-error.js';
 
-/** The contract's error body (CONTRACT §1.4). `error` repeats the code for older clients. */
+/** The contract's error body (docs/compatibility.md §1.4). `error` repeats the code for older clients. */
 export function errorBody(code: string, message: string, details?: Record<string, unknown>): Record<string, unknown> {
   return { code, error: code.toLowerCase(), message, details: details ?? null };
 }
@@ -39,7 +39,7 @@ export function installErrorHandler(app: FastifyInstance): void {
     if (error instanceof SpoolError) {
       if (error.code === 'RATE_LIMIT_EXCEEDED' && typeof error.details?.retry_after === 'number') reply.header('Retry-After', String(error.details.retry_after));
       const body = errorBody(error.code, error.message, error.details);
-      // Plan-limit refusals carry resource/current/limit/plan/upgrade_to at the top level too (CONTRACT §1.4).
+      // Plan-limit refusals carry resource/current/limit/plan/upgrade_to at the top level too (docs/compatibility.md §1.4).
       return reply.code(error.status).send(error.code === 'LIMIT_EXCEEDED' ? { ...error.details, ...body } : body);
     }
     if (Array.isArray(error.validation)) {

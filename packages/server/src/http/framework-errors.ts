@@ -6,7 +6,7 @@ import { errorBody } from './errors.js';
 
 /**
  * Requests refused before a route runs still get the contract's error body
- * (CONTRACT §1.4): malformed HTTP and oversized headers (Node's parser),
+ * (docs/compatibility.md §1.4): malformed HTTP and oversized headers (Node's parser),
  * unparseable URLs and overlong path parameters (the router), `Expect`
  * values Node answers on its own, and malformed WebSocket handshakes.
  */
@@ -35,7 +35,7 @@ export function clientErrorHandler(err: NodeJS.ErrnoException, socket: Socket): 
 export function frameworkErrors(error: FastifyError, _request: FastifyRequest, reply: FastifyReply): void {
   switch (error.code) {
     case 'FST_ERR_MAX_PARAM_LENGTH':
-      // Any string is acceptable as an id; one this long names nothing (CONTRACT §1.2).
+      // Any string is acceptable as an id; one this long names nothing (docs/compatibility.md §1.2).
       void reply.code(404).send(errorBody('NOT_FOUND', 'Not found: a path segment is longer than 100 characters'));
       return;
     case 'FST_ERR_BAD_URL':

@@ -10,7 +10,7 @@ export interface JobAdmission {
 }
 
 /**
- * The one place where new jobs meet plan limits (CONTRACT §3.14: active jobs,
+ * The one place where new jobs meet plan limits (docs/compatibility.md §3.14: active jobs,
  * jobs per day, payload size → 403 LIMIT_EXCEEDED). POST /jobs and POST
  * /jobs/bulk call it after validation and before inserting; it throws
  * LimitExceededError to refuse the whole request. Insert the jobs on

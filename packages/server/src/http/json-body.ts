@@ -96,7 +96,7 @@ export function tooDeepError(field = 'body'): ValidationError {
 /**
  * Clients (the Spooled SDK) send `Content-Type: application/json` on every
  * request, including body-less POSTs and DELETEs: an empty body is `{}`
- * (CONTRACT §1.2). Everything else goes through Fastify's own parser, which
+ * (docs/compatibility.md §1.2). Everything else goes through Fastify's own parser, which
  * refuses prototype poisoning, after the nesting check; numbers that
  * overflow a double are refused rather than stored as null.
  */

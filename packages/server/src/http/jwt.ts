@@ -27,7 +27,7 @@ export const ACCESS_TOKEN_SECONDS = 24 * 3600;
 export const REFRESH_TOKEN_SECONDS = 24 * ACCESS_TOKEN_SECONDS;
 
 /**
- * HS256 tokens (CONTRACT §1.3). The secret is JWT_SECRET, or one generated
+ * HS256 tokens (docs/compatibility.md §1.3). The secret is JWT_SECRET, or one generated
  * on first start and kept in the database so every replica shares it.
  */
 export class TokenService {

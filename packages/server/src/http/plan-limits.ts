@@ -75,7 +75,7 @@ function describe(limits: PlanLimits, resource: string, current: number, limit: 
   }
 }
 
-/** The plan-limit refusal of CONTRACT §1.4 (403 LIMIT_EXCEEDED with resource, current, limit, plan, upgrade_to). */
+/** The plan-limit refusal of docs/compatibility.md §1.4 (403 LIMIT_EXCEEDED with resource, current, limit, plan, upgrade_to). */
 export function limitExceeded(limits: PlanLimits, resource: string, current: number, limit: number): LimitExceededError {
   return new LimitExceededError(describe(limits, resource, current, limit), {
     resource,
@@ -163,7 +163,7 @@ async function holdTransaction(ctx: AppContext, organizationId: string, resource
 
 /**
  * Enforces the caller's plan on a request that creates `count` jobs whose
- * largest payload is `payloadBytes` (CONTRACT §3.14): payload size, active
+ * largest payload is `payloadBytes` (docs/compatibility.md §3.14): payload size, active
  * jobs (pending + scheduled + processing) and jobs per UTC day. Call it after
  * validating the body, insert on `quota.db` when it is set, then call
  * `settle(created)`: idempotent repeats give their share of the day back,

@@ -50,7 +50,7 @@ const WARN_INTERVAL_MS = 10_000;
  * windows only ever count up, so the answer cannot change, and a client
  * hammering past its limit does not cost a write per refusal. A refusal is 429
  * with Retry-After and X-RateLimit-Limit / -Remaining / -Reset (unix seconds),
- * CONTRACT §1.4; limited answers carry the X-RateLimit-* headers too. Logins
+ * docs/compatibility.md §1.4; limited answers carry the X-RateLimit-* headers too. Logins
  * are limited per client IP, never per shared key prefix.
  */
 export function createRateLimits(db: Db, publicPerMinute: number, logger: Pick<Logger, 'warn'>): RateLimits {

@@ -3,7 +3,7 @@ import { EVENT_NAMES, dottedName } from '@spool/protocol';
 
 export { dottedName };
 
-/** The wire envelope (CONTRACT §4): `{ type, data }`; every `data` carries `timestamp`. */
+/** The wire envelope (docs/compatibility.md §4): `{ type, data }`; every `data` carries `timestamp`. */
 export interface Envelope {
   type: string;
   data: Record<string, unknown>;
@@ -35,7 +35,7 @@ export interface RealtimeEvent {
 
 const WIRE_TYPES: Record<string, string> = Object.fromEntries(Object.entries(EVENT_NAMES).map(([wire, dotted]) => [dotted, wire]));
 
-/** The wire type of a dotted name: the PascalCase one where CONTRACT §4 has it, else the dotted name. */
+/** The wire type of a dotted name: the PascalCase one where docs/compatibility.md §4 has it, else the dotted name. */
 export function wireType(dotted: string): string {
   return WIRE_TYPES[dotted] ?? dotted;
 }
@@ -104,7 +104,7 @@ export function eventFromHistory(row: HistoryEvent): RealtimeEvent {
  * Turns one row of the event log into its envelope: `WorkerRegistered` and
  * `WorkerDeregistered` by their PascalCase wire names, the others
  * (`queue.paused`, `queue.resumed`, `schedule.triggered`) by their dotted
- * names, as CONTRACT §4 says.
+ * names, as docs/compatibility.md §4 says.
  */
 export function eventFromLog(row: LogEvent): RealtimeEvent {
   const text = (value: unknown): string => (typeof value === 'string' ? value : '');

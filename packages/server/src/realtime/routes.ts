@@ -154,7 +154,7 @@ function sseRoutes(app: FastifyInstance, rt: RealtimeContext): void {
 }
 
 /**
- * CONTRACT §4: SSE at /events, /events/jobs/{id}, /events/queues/{name} and
+ * docs/compatibility.md §4: SSE at /events, /events/jobs/{id}, /events/queues/{name} and
  * the WebSocket at /ws. These routes authenticate themselves (header or
  * `?token=`), so they are mounted outside the authenticated scope.
  */

@@ -8,7 +8,7 @@ const KEEP_ALIVE_MS = 15_000;
 const MAX_STREAM_MS = 30 * 60_000;
 
 /**
- * One Server-Sent Events response (CONTRACT §4.2): each envelope is an
+ * One Server-Sent Events response (docs/compatibility.md §4.2): each envelope is an
  * unnamed `data:` event (the SDK's EventSource listens to unnamed events
  * only), the last envelope of a history event carries `id:` (its resume
  * token), a `: ping` comment every 15 s, and the stream ends after 30 min.

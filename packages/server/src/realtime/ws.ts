@@ -71,7 +71,7 @@ class WsClient implements Closable {
   }
 
   /**
-   * Client → server commands (CONTRACT §4.1). The Node SDK and the official
+   * Client → server commands (docs/compatibility.md §4.1). The Node SDK and the official
    * dashboard send `{"cmd":"Subscribe"}`; the Python SDK sends
    * `{"type":"subscribe","requestId":…}` and waits for `subscribed`,
    * `unsubscribed` or `pong` carrying its requestId. So the command is read
@@ -130,7 +130,7 @@ class WsClient implements Closable {
 /** The authorization made before the upgrade, handed to the socket's handler. */
 const authorizations = new WeakMap<FastifyRequest, RealtimeAuthorization>();
 
-/** CONTRACT §4.1: GET /api/v1/ws. Authenticated before the upgrade (plain 401 on failure). */
+/** docs/compatibility.md §4.1: GET /api/v1/ws. Authenticated before the upgrade (plain 401 on failure). */
 export function websocketRoute(app: FastifyInstance, rt: RealtimeContext): void {
   app.route<{ Querystring: WsQuery }>({
     method: 'GET',

@@ -220,7 +220,7 @@ function organizationAdminRoutes(app: FastifyInstance, ctx: AppContext, tags: st
   });
 }
 
-/** CONTRACT §3.17: /admin/*, guarded by X-Admin-Key = ADMIN_API_KEY (401 when missing, wrong or unconfigured). */
+/** docs/compatibility.md §3.17: /admin/*, guarded by X-Admin-Key = ADMIN_API_KEY (401 when missing, wrong or unconfigured). */
 export function adminRoutes(app: FastifyInstance, ctx: AppContext): void {
   app.register(async (scope) => {
     requireAdmin(scope, adminCredential(ctx.config, ctx.metricsToken));

@@ -34,7 +34,7 @@ const UpdateBody = Type.Object({
 });
 
 
-/** CONTRACT §3.13. */
+/** docs/compatibility.md §3.13. */
 export function apiKeyRoutes(app: FastifyInstance, ctx: AppContext): void {
   const tags = ['api-keys'];
 

@@ -66,7 +66,7 @@ function claimsToWire(claims: TokenClaims) {
   return { ...claims, organization_id: claims.org_id, nbf: claims.nbf ?? null };
 }
 
-/** CONTRACT §3.2, the routes that authenticate themselves (or need no credential). */
+/** docs/compatibility.md §3.2, the routes that authenticate themselves (or need no credential). */
 export function authPublicRoutes(app: FastifyInstance, ctx: AppContext): void {
   app.post<{ Body: { api_key: string } }>('/auth/login', {
     schema: { tags: ['auth'], summary: 'Exchange an API key for an access and a refresh token', security: [], body: LoginBody, response: { 200: LoginResponse } },
@@ -81,7 +81,7 @@ export function authPublicRoutes(app: FastifyInstance, ctx: AppContext): void {
     schema: { tags: ['auth'], summary: 'Exchange a refresh token for a new access token', security: [], body: RefreshBody, response: { 200: RefreshResponse } },
   }, async (request) => {
     const { claims, context } = await verifyToken(ctx.db, ctx.tokens, request.body.refresh_token, 'refresh');
-    // No rotation: the answer carries no refresh token (CONTRACT §3.2) and
+    // No rotation: the answer carries no refresh token (docs/compatibility.md §3.2) and
     // the SDK keeps the one from login, so the session's id stays the same.
     const access = await issue(ctx, context, 'access', claims.sid ?? claims.jti);
     return { access_token: access.token, token_type: 'Bearer', expires_in: ACCESS_TOKEN_SECONDS };

@@ -17,7 +17,7 @@ const StatusResponse = Type.Object({
 });
 
 /**
- * CONTRACT §3.15. Spool has no payment provider: the status reports the plan
+ * docs/compatibility.md §3.15. Spool has no payment provider: the status reports the plan
  * (and any Stripe fields an operator stored), and the portal answers 404,
  * which clients read as "not available" (a 5xx would count towards the SDK's
  * circuit breaker).

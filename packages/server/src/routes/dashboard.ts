@@ -31,7 +31,7 @@ const DashboardResponse = Type.Object({
 
 const round = (value: number | null): number | null => (value === null ? null : Math.round(value * 10) / 10);
 
-/** CONTRACT §3.16; clients also use it to probe that a key works, so `system.version` is always there. */
+/** docs/compatibility.md §3.16; clients also use it to probe that a key works, so `system.version` is always there. */
 export function dashboardRoutes(app: FastifyInstance, ctx: AppContext): void {
   app.get('/dashboard', {
     config: { operation: 'dashboard.read' },

@@ -8,7 +8,7 @@ import { IdParams } from '../wire/common.js';
 
 const JobIdList = Type.Array(Type.String({ maxLength: 100 }), { minItems: 1, maxItems: 100 });
 
-/** Both spellings are accepted: the SDK's and the Dec-2025 backend's (CONTRACT §3.10). */
+/** Both spellings are accepted: the SDK's and the Dec-2025 backend's (docs/compatibility.md §3.10). */
 const AddDependenciesBody = Type.Object({
   depends_on_job_ids: Type.Optional(JobIdList),
   dependency_type: Type.Optional(Type.String({ minLength: 1, maxLength: 50 })),
@@ -25,7 +25,7 @@ interface AddDependenciesBody {
 
 const Edge = Type.Object({ job_id: Type.String(), queue_name: Type.Union([Type.String(), Type.Null()]), status: Type.Union([Type.String(), Type.Null()]), dependency_type: Type.String() });
 
-/** CONTRACT §3.10: GET/POST /jobs/{id}/dependencies. */
+/** docs/compatibility.md §3.10: GET/POST /jobs/{id}/dependencies. */
 export function dependencyRoutes(app: FastifyInstance, ctx: AppContext): void {
   app.get<{ Params: { id: string } }>('/jobs/:id/dependencies', {
     config: { operation: 'job.read', addresses: 'job' },

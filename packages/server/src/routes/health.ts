@@ -11,7 +11,7 @@ async function databaseUp(ctx: AppContext): Promise<boolean> {
 }
 
 /**
- * CONTRACT §3.1: `cache` is true because Spool has no cache to be down.
+ * docs/compatibility.md §3.1: `cache` is true because Spool has no cache to be down.
  * `version` is reported to every caller (the contract allows leaving it out
  * unauthenticated): it is public anyway in the OpenAPI document at
  * /docs/json, and an operator checking a rollout wants it from the probe.

@@ -92,7 +92,7 @@ function ingestionAuth(organizationId: string, org: IngestOrganization): AuthCon
 }
 
 /**
- * HTTPS in production (CONTRACT §3.12), judged by request.protocol: it
+ * HTTPS in production (docs/compatibility.md §3.12), judged by request.protocol: it
  * reflects X-Forwarded-Proto only from proxies named in TRUST_PROXY, so a
  * client talking plain HTTP cannot simply claim HTTPS. Checked before any
  * credential, so its answer says nothing about the organization.
@@ -137,7 +137,7 @@ export function verifyStripeSignature(raw: Buffer, headerValue: string | null, s
   return signatures.some((signature) => sameSecret(signature, expected));
 }
 
-/** The queue-name rule of POST /jobs (CONTRACT §1.8), for queue names ingestion builds or is given. */
+/** The queue-name rule of POST /jobs (docs/compatibility.md §1.8), for queue names ingestion builds or is given. */
 function assertQueueName(queue: string, field: string): void {
   if (queue.length < 1 || queue.length > LIMITS.queueNameMax || !QUEUE_NAME_PATTERN.test(queue)) {
     throw new ValidationError(`${field} must be 1-${LIMITS.queueNameMax} letters, digits, "_", "." or "-", not starting with "." or "-"`, { field });
@@ -199,7 +199,7 @@ function rawBody(request: IngestRequest): Buffer {
 }
 
 /**
- * CONTRACT §3.12: POST /webhooks/{org_id}/github|stripe|custom. Public
+ * docs/compatibility.md §3.12: POST /webhooks/{org_id}/github|stripe|custom. Public
  * routes with credentials of their own: custom needs the organization's
  * webhook token (X-Webhook-Token; an organization without one has custom
  * ingestion off), GitHub and Stripe the organization's signing secret (they

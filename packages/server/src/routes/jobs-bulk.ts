@@ -50,7 +50,7 @@ const BulkResult = Type.Object({
 
 const validateItem = compileItemValidator(BulkItem);
 
-/** POST /jobs/bulk (CONTRACT §3.3): per-item validation, one INSERT for every valid item. */
+/** POST /jobs/bulk (docs/compatibility.md §3.3): per-item validation, one INSERT for every valid item. */
 export function jobBulkRoutes(app: FastifyInstance, ctx: AppContext): void {
   const policy = webhookPolicy(ctx.config);
   app.post<{ Body: BulkBody }>('/jobs/bulk', {

@@ -35,7 +35,7 @@ const PurgeBody = Type.Object({
 });
 type PurgeBody = Static<typeof PurgeBody>;
 
-/** The dead-letter queue (CONTRACT §3.6). */
+/** The dead-letter queue (docs/compatibility.md §3.6). */
 export function jobDlqRoutes(app: FastifyInstance, ctx: AppContext): void {
   app.get<{ Querystring: DlqQuery }>('/jobs/dlq', {
     config: { operation: 'dlq.list' },

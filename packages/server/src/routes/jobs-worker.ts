@@ -13,7 +13,7 @@ import { JobSchema, jobToWire } from '../wire/job.js';
 const WorkerId = Type.String({ minLength: 1, maxLength: 255 });
 const LeaseId = Type.Optional(nullable(Type.String({ maxLength: 100 })));
 const LeaseSeconds = Type.Integer({ description: `clamped to ${LIMITS.leaseSecondsMin}..${LIMITS.leaseSecondsMax}; default ${LIMITS.leaseSecondsDefault}` });
-/** Up to 1 MiB is accepted; Spool stores the first 4096 characters (CONTRACT §3.4: "longer may be truncated"). */
+/** Up to 1 MiB is accepted; Spool stores the first 4096 characters (docs/compatibility.md §3.4: "longer may be truncated"). */
 const ErrorText = Type.String({ minLength: 1, maxLength: 1024 * 1024, description: `stored truncated to ${LIMITS.errorMessageMax} characters` });
 const Retryable = Type.Optional(Type.Boolean({ description: 'extension: false dead-letters the job at once, whatever retries remain' }));
 
@@ -118,7 +118,7 @@ async function splitBatch<T extends { job_id: string }>(grant: Grant, ctx: AppCo
 
 const fenceError = (reason: FenceFailure) => (reason === 'lease_mismatch' ? 'lease_expired' : NOT_OWNED);
 
-/** The worker protocol (CONTRACT §3.4, §6) and its batch and long-poll extensions. */
+/** The worker protocol (docs/compatibility.md §3.4, §6) and its batch and long-poll extensions. */
 export function jobWorkerRoutes(app: FastifyInstance, ctx: AppContext): void {
   app.post<{ Body: ClaimBody }>('/jobs/claim', {
     config: { operation: 'job.claim', addresses: 'body_queue' },

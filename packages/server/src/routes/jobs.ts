@@ -99,7 +99,7 @@ const StatusRowSchema = Type.Object({
 
 const BATCH_STATUS_MAX = 100;
 
-/** Jobs: create, read, list, stats, batch status, cancel, retry, priority (CONTRACT §3.3). */
+/** Jobs: create, read, list, stats, batch status, cancel, retry, priority (docs/compatibility.md §3.3). */
 export function jobRoutes(app: FastifyInstance, ctx: AppContext): void {
   const policy = webhookPolicy(ctx.config);
   app.post<{ Body: CreateJobBody }>('/jobs', {

@@ -6,7 +6,7 @@ import { authenticate, bearer } from '../http/auth.js';
 import { organizationSeries } from '../metrics/operator-token.js';
 
 /**
- * CONTRACT §3.1: GET /metrics at the root, Prometheus text. Never public
+ * docs/compatibility.md §3.1: GET /metrics at the root, Prometheus text. Never public
  * (docs/metrics.md, "Who may scrape"): the operator token (METRICS_TOKEN, or
  * the one generated at first start) sees the whole cluster; an organization's
  * API key or access token sees only its own series, of its key's queues.

@@ -154,7 +154,7 @@ export function organizationPublicRoutes(app: FastifyInstance, ctx: AppContext):
   });
 }
 
-/** CONTRACT §3.14 routes of the caller's own organization. */
+/** docs/compatibility.md §3.14 routes of the caller's own organization. */
 export function organizationRoutes(app: FastifyInstance, ctx: AppContext): void {
   const tags = ['organizations'];
 

@@ -60,7 +60,7 @@ async function load(ctx: AppContext, organizationId: string, id: string): Promis
   return webhook;
 }
 
-/** CONTRACT §3.11: outgoing webhooks. Delivery itself is webhooks/delivery-service.ts. */
+/** docs/compatibility.md §3.11: outgoing webhooks. Delivery itself is webhooks/delivery-service.ts. */
 export function outgoingWebhookRoutes(app: FastifyInstance, ctx: AppContext): void {
   const policy = webhookPolicy(ctx.config);
 

@@ -40,7 +40,7 @@ type PauseBody = Static<typeof PauseBody>;
 
 const notConfigured = (name: string) => new NotFoundError(`Queue "${name}" has no configuration`, { queue_name: name });
 
-/** Queues (CONTRACT §3.7): they exist implicitly; a config row exists after config or pause. */
+/** Queues (docs/compatibility.md §3.7): they exist implicitly; a config row exists after config or pause. */
 export function queueRoutes(app: FastifyInstance, ctx: AppContext): void {
   app.get('/queues', {
     config: { operation: 'queue.read' },

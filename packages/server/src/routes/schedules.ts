@@ -105,7 +105,7 @@ function found<T>(value: T | null): T {
 
 const tags = ['schedules'];
 
-/** Schedules (CONTRACT §2 rows 42-50, §3.9) plus the preview and missed_policy extensions. */
+/** Schedules (docs/compatibility.md §2 rows 42-50, §3.9) plus the preview and missed_policy extensions. */
 export function scheduleRoutes(app: FastifyInstance, ctx: AppContext): void {
   crudRoutes(app, ctx);
   actionRoutes(app, ctx);
@@ -131,7 +131,7 @@ function crudRoutes(app: FastifyInstance, ctx: AppContext): void {
     const body = request.body;
     checkSizes(body);
     const auth = grant.auth;
-    // Validation before plan limits (CONTRACT §1.4). Only active schedules
+    // Validation before plan limits (docs/compatibility.md §1.4). Only active schedules
     // count against max_schedules; a paused one is checked when it resumes.
     validateSchedule(body.cron_expression, body.timezone ?? 'UTC');
     const create = (db: Queryable) => scheduleCreate(db, {

@@ -9,7 +9,7 @@ import { withinPlanLimit } from '../http/plan-limits.js';
 import { IdParams, QueueName, jsonBytes, nullable } from '../wire/common.js';
 import { WorkerSchema, WorkerSummarySchema, workerSummaryToWire, workerToWire } from '../wire/worker.js';
 
-/** What a registered worker is told (CONTRACT §3.8, §6: heartbeat_interval_secs must be a positive integer). */
+/** What a registered worker is told (docs/compatibility.md §3.8, §6: heartbeat_interval_secs must be a positive integer). */
 export const WORKER_LEASE_SECONDS = LIMITS.leaseSecondsDefault;
 export const WORKER_HEARTBEAT_SECONDS = 10;
 
@@ -48,7 +48,7 @@ async function workerInReach(ctx: AppContext, grant: Grant, id: string): Promise
   if (!(await grant.workerInReach(ctx.db, id))) throw notFound(id);
 }
 
-/** Workers (CONTRACT §3.8). */
+/** Workers (docs/compatibility.md §3.8). */
 export function workerRoutes(app: FastifyInstance, ctx: AppContext): void {
   app.post<{ Body: RegisterBody }>('/workers/register', {
     config: { operation: 'worker.register' },

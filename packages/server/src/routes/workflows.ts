@@ -55,7 +55,7 @@ async function loadWorkflow(ctx: AppContext, grant: Grant, id: string) {
   return grant.object(await workflowGet(ctx.db, grant.organizationId, id), (w) => w.queue_names, () => new NotFoundError('Workflow not found'));
 }
 
-/** CONTRACT §3.10: workflows (DAGs of jobs). Semantics in docs/workflows.md. */
+/** docs/compatibility.md §3.10: workflows (DAGs of jobs). Semantics in docs/workflows.md. */
 export function workflowRoutes(app: FastifyInstance, ctx: AppContext): void {
   app.post<{ Body: CreateWorkflowBody }>('/workflows', {
     config: { operation: 'workflow.create' },
@@ -73,7 +73,7 @@ export function workflowRoutes(app: FastifyInstance, ctx: AppContext): void {
       grant.queue(job.queue_name);
       return { queueName: job.queue_name, payloadBytes };
     });
-    // The graph is part of validation, which comes before plan limits (CONTRACT §1.4).
+    // The graph is part of validation, which comes before plan limits (docs/compatibility.md §1.4).
     workflowTopologicalOrder(body.jobs.map((job) => ({ key: job.key, dependsOn: job.depends_on ?? [] })));
     // The workflow counts against max_workflows and its jobs against the job
     // limits, checked together in the transaction that creates them.

@@ -23,7 +23,7 @@ export interface WebhookDeliveryOptions extends Partial<LoopServiceOptions> {
 }
 
 /**
- * Outgoing webhook delivery (CONTRACT §3.11). Each round it (1) turns new
+ * Outgoing webhook delivery (docs/compatibility.md §3.11). Each round it (1) turns new
  * job history and new events (spool.events) into rows of the durable
  * delivery queue (one process per log at a time, under the cursor rows'
  * locks) and (2) claims due deliveries with

@@ -26,7 +26,7 @@ export interface WebhookResponse {
   permanent: boolean;
 }
 
-/** `sha256=` + hex HMAC-SHA256(secret, "<timestamp>.<body>") (CONTRACT §3.11). */
+/** `sha256=` + hex HMAC-SHA256(secret, "<timestamp>.<body>") (docs/compatibility.md §3.11). */
 export function signWebhook(secret: string, timestamp: number, body: string): string {
   return `sha256=${createHmac('sha256', secret).update(`${timestamp}.${body}`).digest('hex')}`;
 }

@@ -4,7 +4,7 @@ import type { ApiKeyRow } from '@spool/engine';
 const Timestamp = Type.String({ format: 'date-time' });
 const NullableTimestamp = Type.Union([Timestamp, Type.Null()]);
 
-/** ApiKeySummary (CONTRACT §3.13): never the key itself. */
+/** ApiKeySummary (docs/compatibility.md §3.13): never the key itself. */
 export const ApiKeySummarySchema = Type.Object({
   id: Type.String(),
   name: Type.String(),

@@ -1,7 +1,7 @@
 import { Type } from 'typebox';
 import { LIMITS } from '@spool/protocol';
 
-/** Shared field schemas (CONTRACT §1.8). Messages from these name the field. */
+/** Shared field schemas (docs/compatibility.md §1.8). Messages from these name the field. */
 export const QueueName = Type.String({ minLength: 1, maxLength: LIMITS.queueNameMax, pattern: '^[A-Za-z0-9_][A-Za-z0-9_.-]*$' });
 export const Priority = Type.Integer({ minimum: LIMITS.priorityMin, maximum: LIMITS.priorityMax });
 export const MaxRetries = Type.Integer({ minimum: LIMITS.maxRetriesMin, maximum: LIMITS.maxRetriesMax });

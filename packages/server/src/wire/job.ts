@@ -4,7 +4,7 @@ import type { JobRow } from '@spool/engine';
 const Timestamp = Type.Union([Type.String({ format: 'date-time' }), Type.Null()]);
 const NullableString = Type.Union([Type.String(), Type.Null()]);
 
-/** The contract's Job object (CONTRACT §3.3): every key present, unset ones null. */
+/** The contract's Job object (docs/compatibility.md §3.3): every key present, unset ones null. */
 export const JobSchema = Type.Object({
   id: Type.String(),
   organization_id: Type.String(),
@@ -36,7 +36,7 @@ export const JobSchema = Type.Object({
   cancel_requested: Type.Boolean({ description: 'extension: cancellation was requested while the job runs' }),
 });
 
-/** List rows (CONTRACT §3.3 JobSummary). */
+/** List rows (docs/compatibility.md §3.3 JobSummary). */
 export const JobSummarySchema = Type.Object({
   id: Type.String(),
   queue_name: Type.String(),

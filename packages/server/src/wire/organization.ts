@@ -7,7 +7,7 @@ const Timestamp = Type.String({ format: 'date-time' });
 
 const Unlimited = Type.Boolean({ description: 'extension: on Spool\'s unlimited (self-hosted) plan, whose plan_tier is sent as enterprise' });
 
-/** The contract's Organization (CONTRACT §3.14). `settings` and `custom_limits` are passed through verbatim. */
+/** The contract's Organization (docs/compatibility.md §3.14). `settings` and `custom_limits` are passed through verbatim. */
 export const OrganizationSchema = Type.Object({
   id: Type.String(),
   name: Type.String(),

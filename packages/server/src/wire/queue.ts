@@ -5,7 +5,7 @@ const Timestamp = Type.String({ format: 'date-time' });
 const NullableTimestamp = Type.Union([Timestamp, Type.Null()]);
 const NullableInt = Type.Union([Type.Integer(), Type.Null()]);
 
-/** CONTRACT §3.7 QueueConfig, plus Spool's extension fields (marked). */
+/** docs/compatibility.md §3.7 QueueConfig, plus Spool's extension fields (marked). */
 export const QueueConfigSchema = Type.Object({
   id: Type.String(),
   organization_id: Type.String(),
@@ -19,14 +19,14 @@ export const QueueConfigSchema = Type.Object({
   updated_at: Timestamp,
   paused_at: Type.Union([Timestamp, Type.Null()], { description: 'extension: when the queue was paused' }),
   pause_reason: Type.Union([Type.String(), Type.Null()], { description: 'extension: reason given to pause' }),
-  backoff_base_ms: Type.Integer({ description: 'extension: retry backoff base (DESIGN §4)' }),
+  backoff_base_ms: Type.Integer({ description: 'extension: retry backoff base (docs/design.md §4)' }),
   backoff_max_ms: Type.Integer({ description: 'extension: retry backoff cap' }),
   backoff_jitter_ms: Type.Integer({ description: 'extension: retry backoff jitter' }),
   concurrency_limit: Type.Union([Type.Integer(), Type.Null()], { description: 'extension: most jobs processing at once across all workers; null means no limit' }),
   configured: Type.Boolean({ description: 'extension: false when the queue has jobs but no config row; the fields are then its defaults and `id` is derived from the name' }),
 });
 
-/** CONTRACT §3.7 QueueConfigSummary. */
+/** docs/compatibility.md §3.7 QueueConfigSummary. */
 export const QueueSummarySchema = Type.Object({
   queue_name: Type.String(),
   max_retries: Type.Integer(),

@@ -4,7 +4,7 @@ import type { ScheduleRow, ScheduleRunRow } from '@spool/engine';
 const Timestamp = Type.Union([Type.String({ format: 'date-time' }), Type.Null()]);
 const NullableString = Type.Union([Type.String(), Type.Null()]);
 
-/** The contract's Schedule object (CONTRACT §3.9): every key present, unset ones null. */
+/** The contract's Schedule object (docs/compatibility.md §3.9): every key present, unset ones null. */
 export const ScheduleSchema = Type.Object({
   id: Type.String(),
   organization_id: Type.String(),
@@ -28,7 +28,7 @@ export const ScheduleSchema = Type.Object({
   missed_policy: Type.String({ enum: ['skip', 'once', 'all'], description: 'extension: what happens to ticks missed while no Spool process ran (docs/scheduler.md)' }),
 });
 
-/** One run (CONTRACT §3.9 history), plus the extensions `fire_time` and `manual`. */
+/** One run (docs/compatibility.md §3.9 history), plus the extensions `fire_time` and `manual`. */
 export const ScheduleRunSchema = Type.Object({
   id: Type.String(),
   schedule_id: Type.String(),

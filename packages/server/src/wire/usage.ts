@@ -4,7 +4,7 @@ import { planLimitsToWire, wirePlanTier, type UsageInfo } from '../plans.js';
 const NullableInt = Type.Union([Type.Integer(), Type.Null()]);
 
 /**
- * PlanLimits (CONTRACT §3.14): every key present; a null `max_*` count = no
+ * PlanLimits (docs/compatibility.md §3.14): every key present; a null `max_*` count = no
  * limit. Payload, rate and retention limits are always integers (the Python
  * SDK requires them); see planLimitsToWire.
  */

@@ -4,7 +4,7 @@ import type { DeliveryRow, WebhookRow } from '@spool/engine';
 const Timestamp = Type.Union([Type.String({ format: 'date-time' }), Type.Null()]);
 const iso = (d: Date | null): string | null => (d === null ? null : d.toISOString());
 
-/** CONTRACT §3.11 OutgoingWebhook; the secret is never returned (`has_secret`: extension). */
+/** docs/compatibility.md §3.11 OutgoingWebhook; the secret is never returned (`has_secret`: extension). */
 export const WebhookSchema = Type.Object({
   id: Type.String(),
   organization_id: Type.String(),

@@ -4,7 +4,7 @@ import type { WorkerRow } from '@spool/engine';
 const Timestamp = Type.String({ format: 'date-time' });
 const NullableString = Type.Union([Type.String(), Type.Null()]);
 
-/** CONTRACT §3.8 list row. */
+/** docs/compatibility.md §3.8 list row. */
 export const WorkerSummarySchema = Type.Object({
   id: Type.String(),
   queue_name: Type.String(),
@@ -16,7 +16,7 @@ export const WorkerSummarySchema = Type.Object({
 });
 
 /**
- * CONTRACT §3.8 Worker, plus `created_at`, `max_concurrent_jobs` and
+ * docs/compatibility.md §3.8 Worker, plus `created_at`, `max_concurrent_jobs` and
  * `current_job_count`: the same values under the names the official
  * Spooled dashboard reads (SDKs ignore them).
  */

@@ -4,7 +4,7 @@ import type { WorkflowJobRow, WorkflowRow } from '@spool/engine';
 const Timestamp = Type.Union([Type.String({ format: 'date-time' }), Type.Null()]);
 const iso = (d: Date | null): string | null => (d === null ? null : d.toISOString());
 
-/** CONTRACT §3.10 WorkflowResponse (+ `cancelled_jobs`, `blocked_jobs`: extension). */
+/** docs/compatibility.md §3.10 WorkflowResponse (+ `cancelled_jobs`, `blocked_jobs`: extension). */
 export const WorkflowSchema = Type.Object({
   id: Type.String(),
   organization_id: Type.String(),
@@ -44,7 +44,7 @@ export function workflowToWire(row: WorkflowRow): Record<string, unknown> {
   };
 }
 
-/** CONTRACT §3.10 WorkflowJob (+ `dependency_mode`, `dependencies_met`). */
+/** docs/compatibility.md §3.10 WorkflowJob (+ `dependency_mode`, `dependencies_met`). */
 export const WorkflowJobSchema = Type.Object({
   id: Type.String(),
   workflow_id: Type.String(),

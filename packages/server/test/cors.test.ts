@@ -58,6 +58,7 @@ describe('CORS_ORIGINS', () => {
     assert.equal(ok.headers.get('access-control-allow-origin'), DASHBOARD);
     assert.equal(ok.headers.get('access-control-allow-credentials'), 'true');
     assert.match(ok.headers.get('access-control-expose-headers') ?? '', /x-request-id/);
+    assert.match(ok.headers.get('access-control-expose-headers') ?? '', /warning/);
     const refused = await fetch(`${listed.url}/api/v1/dashboard`, { headers: { origin: DASHBOARD } });
     assert.equal(refused.status, 401);
     assert.equal(refused.headers.get('access-control-allow-origin'), DASHBOARD);

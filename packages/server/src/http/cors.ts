@@ -9,7 +9,8 @@ const CORS_PATHS = /^\/(api|health|metrics)(\/|\?|$)/;
 const ALLOWED_HEADERS = ['authorization', 'content-type', 'x-organization-id', 'x-api-key', 'x-admin-key', 'x-request-id', 'x-webhook-token'];
 
 /** Response headers a page may read: errors carry the request id, 429s their retry advice. */
-const EXPOSED_HEADERS = ['x-request-id', 'x-api-version', 'retry-after', 'x-ratelimit-limit', 'x-ratelimit-remaining', 'x-ratelimit-reset'];
+// Warning: what the server ignored or clamped (docs/jobs-api.md, "Warnings").
+const EXPOSED_HEADERS = ['x-request-id', 'x-api-version', 'retry-after', 'x-ratelimit-limit', 'x-ratelimit-remaining', 'x-ratelimit-reset', 'warning'];
 
 /**
  * CORS for the origins in CORS_ORIGINS. A listed origin is echoed back with

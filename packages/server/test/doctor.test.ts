@@ -99,13 +99,23 @@ describe('queue doctor', () => {
     assert.ok(healthy.every((c) => c.status === 'ok'), JSON.stringify(healthy));
   });
 
-  it('docs/alerts.yml uses only metrics that /metrics serves', async () => {
-    const rules = readFileSync(new URL('../../../docs/alerts.yml', import.meta.url), 'utf8');
-    const used = new Set([...rules.matchAll(/\b((?:spooled|http|process)_[a-z0-9_]+)/g)].map((m) => m[1]!.replace(/_(bucket|count|sum)$/, '')));
-    assert.ok(used.size >= 8, [...used].join());
+  it('docs/alerts.yml and docs/grafana-dashboard.json use only metrics that /metrics serves', async () => {
     const text = await scrape(OPERATOR);
     const served = new Set([...text.matchAll(/^# TYPE (\S+) /gm)].map((m) => m[1]!));
-    for (const name of used) assert.ok(served.has(name), `docs/alerts.yml uses ${name}, which /metrics does not serve`);
+    const metricsIn = (source: string) => new Set([...source.matchAll(/\b((?:spooled|http|process)_[a-z0-9_]+)/g)].map((m) => m[1]!.replace(/_(bucket|count|sum)$/, '')));
+    const rules = readFileSync(new URL('../../../docs/alerts.yml', import.meta.url), 'utf8');
+    const inRules = metricsIn(rules);
+    assert.ok(inRules.size >= 8, [...inRules].join());
+    for (const name of inRules) assert.ok(served.has(name), `docs/alerts.yml uses ${name}, which /metrics does not serve`);
     for (const alert of ['SpoolOldestPendingJobTooOld', 'SpoolVacuumHeldBack', 'SpoolSlowClaims', 'SpoolHotTableBloat']) assert.match(rules, new RegExp(`alert: ${alert}\\b`));
+    const dashboard = JSON.parse(readFileSync(new URL('../../../docs/grafana-dashboard.json', import.meta.url), 'utf8')) as { panels: { title: string; targets: { expr: string }[] }[] };
+    assert.ok(dashboard.panels.length >= 8);
+    for (const panel of dashboard.panels) {
+      for (const target of panel.targets) {
+        const used = metricsIn(target.expr);
+        assert.ok(used.size > 0, `panel "${panel.title}" queries no Spool metric`);
+        for (const name of used) assert.ok(served.has(name), `panel "${panel.title}" uses ${name}, which /metrics does not serve`);
+      }
+    }
   });
 });

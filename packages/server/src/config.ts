@@ -71,6 +71,8 @@ export interface Config {
   metricsToken: string | null;
   /** How often the cached queue aggregates behind /metrics refresh while scraped. */
   metricsRefreshMs: number;
+  /** Most (organization, queue) pairs with /metrics series of their own; the rest share `(other)`. */
+  metricsMaxQueues: number;
   /** How long a presented API key may be served from memory (0 = query every request); see http/api-key-cache.ts. */
   authCacheMs: number;
   /** Networks outgoing webhooks may reach although they are private, link-local or loopback (docs/security.md). */
@@ -225,6 +227,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     trustProxy: trustProxy(env, 'TRUST_PROXY'),
     metricsToken: env.METRICS_TOKEN || null,
     metricsRefreshMs: int(env, 'METRICS_REFRESH_MS', 5_000, 100, 600_000),
+    metricsMaxQueues: int(env, 'METRICS_MAX_QUEUES', 1_000, 1, 1_000_000),
     authCacheMs: int(env, 'AUTH_CACHE_MS', 0, 0, 60_000),
     webhookAllowedNetworks: networks(env, 'WEBHOOK_ALLOWED_NETWORKS'),
     webhookAllowHttp: bool(env, 'WEBHOOK_ALLOW_HTTP', false),

@@ -196,7 +196,7 @@ export async function startSpool(config: Config, options: StartOptions = {}): Pr
     const maintenance: LoopService[] = [promoter, leader, ...leaderServices, webhooks];
     services.push(promoter, leader, webhooks);
     for (const service of services.slice(1)) await service.start();
-    const metrics = new SpoolMetrics({ db, services: maintenance, refreshMs: config.metricsRefreshMs, log });
+    const metrics = new SpoolMetrics({ db, services: maintenance, refreshMs: config.metricsRefreshMs, maxQueues: config.metricsMaxQueues, log });
     services.push(metrics);
 
     const tokens = await TokenService.create(db, config.jwtSecret);

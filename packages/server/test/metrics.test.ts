@@ -128,6 +128,25 @@ describe('GET /metrics', () => {
     assert.ok(!stored.rows[0]!.value.includes(token));
   });
 
+  it('bounds label cardinality: queues past METRICS_MAX_QUEUES share their organization\'s (other) series', async () => {
+    const bounded = await startTestServer('metricsbounded', { metricsToken: OPERATOR, metricsRefreshMs: 100, metricsMaxQueues: 2 });
+    try {
+      for (const [queue, n] of [['bound-a', 1], ['bound-b', 2], ['bound-c', 3], ['bound-d', 4]] as const) {
+        for (let i = 0; i < n; i++) await bounded.request('POST', '/api/v1/jobs', { body: { queue_name: queue, payload: {} } });
+      }
+      const labels = { organization_id: bounded.organizationId, status: 'pending' };
+      const other = await until(async () => sample((await scrape(bounded)).text, 'spooled_jobs', { ...labels, queue: '(other)' }));
+      const text = (await scrape(bounded)).text;
+      const named = ['bound-a', 'bound-b', 'bound-c', 'bound-d'].filter((queue) => sample(text, 'spooled_jobs', { ...labels, queue }) !== undefined);
+      assert.equal(named.length, 2, `two queues keep their names: ${named.join()}`);
+      const namedCount = named.reduce((sum, queue) => sum + sample(text, 'spooled_jobs', { ...labels, queue })!, 0);
+      assert.equal(namedCount + other, 10, 'the other queues add up in (other)');
+      assert.ok(sample(text, 'spooled_queue_oldest_pending_age_seconds', { organization_id: bounded.organizationId, queue: '(other)' }) !== undefined);
+    } finally {
+      await bounded.close();
+    }
+  });
+
   it('takes METRICS_TOKEN as the operator token when it is set', async () => {
     const ok = await scrape(server, OPERATOR);
     assert.equal(ok.status, 200);

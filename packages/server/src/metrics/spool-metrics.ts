@@ -9,7 +9,32 @@ export interface SpoolMetricsOptions {
   /** Maintenance services whose `counters` are exported. */
   services?: LoopService[];
   refreshMs: number;
+  /** Most (organization, queue) pairs with series of their own; later ones share `(other)` (METRICS_MAX_QUEUES). */
+  maxQueues?: number;
   log?: (message: string, err?: unknown) => void;
+}
+
+/** The queue label of series past the cardinality bound: not a valid queue name, so it never collides with one. */
+export const OTHER_QUEUE = '(other)';
+
+/**
+ * Bounded label cardinality. The first `max` (organization, queue) pairs seen
+ * keep their queue name for the life of the process; later ones are counted
+ * under their organization's `(other)` series, so a tenant with thousands of
+ * queues cannot make /metrics (and Prometheus) grow without limit.
+ */
+class QueueLabels {
+  readonly #known = new Set<string>();
+
+  constructor(readonly max: number) {}
+
+  queue(organizationId: string, queue: string): string {
+    const key = `${organizationId}\u0000${queue}`;
+    if (this.#known.has(key)) return queue;
+    if (this.#known.size >= this.max) return OTHER_QUEUE;
+    this.#known.add(key);
+    return queue;
+  }
 }
 
 /** What a claim response knows about each leased job. */
@@ -57,6 +82,7 @@ export class SpoolMetrics implements Service {
   readonly #leasesExpired: Counter<'organization_id' | 'queue'>;
   readonly #claimDuration: Histogram;
   readonly #db: Db;
+  readonly #labels: QueueLabels;
   /** (when, how many) expired leases folded per refresh: the doctor's last hour. */
   readonly #expiredLeases: { at: number; count: number }[] = [];
   // Label lookups hash an object; cache the child per queue for the hot path.
@@ -66,6 +92,7 @@ export class SpoolMetrics implements Service {
   constructor(options: SpoolMetricsOptions) {
     this.#services = options.services ?? [];
     this.#db = options.db;
+    this.#labels = new QueueLabels(options.maxQueues ?? 1000);
     const registers = [this.registry];
     collectDefaultMetrics({ register: this.registry });
     this.aggregates = new QueueAggregates(options.db, { refreshMs: options.refreshMs, log: options.log }, (rows) => this.#countTransitions(rows));
@@ -84,12 +111,14 @@ export class SpoolMetrics implements Service {
 
   #defineSnapshotGauges(registers: Registry[]): void {
     const aggregates = this.aggregates;
+    const queueOf = (row: { organization_id: string; queue_name: string }) => this.#labels.queue(row.organization_id, row.queue_name);
     new Gauge({
       name: 'spooled_jobs', help: 'Unfinished jobs per queue and status (pending, scheduled, processing).', labelNames: ['organization_id', 'queue', 'status'], registers,
       collect() {
         this.reset();
         for (const row of aggregates.snapshot?.gauges ?? []) {
-          if (row.status !== 'deadletter') this.set({ organization_id: row.organization_id, queue: row.queue_name, status: row.status }, row.count);
+          // inc, not set: queues past the bound add up in `(other)`.
+          if (row.status !== 'deadletter') this.inc({ organization_id: row.organization_id, queue: queueOf(row), status: row.status }, row.count);
         }
       },
     });
@@ -98,11 +127,17 @@ export class SpoolMetrics implements Service {
       collect() {
         this.reset();
         const snapshot = aggregates.snapshot;
+        // The oldest of the queues sharing a series (`(other)`) is that series' age.
+        const oldest = new Map<string, { labels: { organization_id: string; queue: string }; age: number }>();
         for (const row of snapshot?.gauges ?? []) {
           if (row.status !== 'pending') continue;
           const age = row.oldest ? Math.max(0, (snapshot!.at - row.oldest.getTime()) / 1000) : 0;
-          this.set({ organization_id: row.organization_id, queue: row.queue_name }, age);
+          const labels = { organization_id: row.organization_id, queue: queueOf(row) };
+          const key = `${labels.organization_id}\u0000${labels.queue}`;
+          const seen = oldest.get(key);
+          if (!seen || age > seen.age) oldest.set(key, { labels, age });
         }
+        for (const { labels, age } of oldest.values()) this.set(labels, age);
       },
     });
     new Gauge({
@@ -110,7 +145,7 @@ export class SpoolMetrics implements Service {
       collect() {
         this.reset();
         for (const row of aggregates.snapshot?.gauges ?? []) {
-          if (row.status === 'deadletter') this.set({ organization_id: row.organization_id, queue: row.queue_name }, row.count);
+          if (row.status === 'deadletter') this.inc({ organization_id: row.organization_id, queue: queueOf(row) }, row.count);
         }
       },
     });
@@ -219,7 +254,7 @@ export class SpoolMetrics implements Service {
     for (const row of rows) if (row.event === 'lease_expired') expired += row.count;
     if (expired > 0) this.#expiredLeases.push({ at: Date.now(), count: expired });
     for (const row of rows) {
-      const labels = { organization_id: row.organization_id, queue: row.queue_name };
+      const labels = { organization_id: row.organization_id, queue: this.#labels.queue(row.organization_id, row.queue_name) };
       if (row.to_status) this.#transitions.inc({ ...labels, status: row.to_status }, row.count);
       if (row.event === 'lease_expired') this.#leasesExpired.inc(labels, row.count);
       if (row.event === 'fail_retry' || (row.event === 'lease_expired' && row.to_status === 'pending')) this.#retries.inc(labels, row.count);
@@ -230,7 +265,7 @@ export class SpoolMetrics implements Service {
     const key = `${organizationId}\u0000${queue}`;
     let child = map.get(key);
     if (!child) {
-      child = histogram.labels({ organization_id: organizationId, queue });
+      child = histogram.labels({ organization_id: organizationId, queue: this.#labels.queue(organizationId, queue) });
       map.set(key, child);
     }
     return child;

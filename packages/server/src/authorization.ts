@@ -1,5 +1,5 @@
 import { AccessDeniedError, NotFoundError, type ApiKeyRole } from '@spool/protocol';
-import { workerGet, type Db, type WorkerRow } from '@spool/engine';
+import { jobsOutsideQueues, workerGet, type Db, type WorkerRow } from '@spool/engine';
 import type { AuthContext } from './http/auth.js';
 
 /**
@@ -207,13 +207,7 @@ export class Grant {
    */
   async jobsOutOfReach(db: Db, ids: readonly string[]): Promise<Set<string>> {
     if (this.queueFilter === null || ids.length === 0) return new Set();
-    const uuids = ids.map((id) => id.toLowerCase()).filter((id) => UUID.test(id));
-    if (uuids.length === 0) return new Set();
-    const { rows } = await db.query<{ id: string }>(
-      'SELECT id FROM spool.jobs WHERE organization_id = $1 AND id = ANY($2::uuid[]) AND NOT (queue_name LIKE ANY ($3::text[]))',
-      [this.auth.organizationId, uuids, this.queueFilter],
-    );
-    return new Set(rows.map((row) => row.id));
+    return jobsOutsideQueues(db, this.auth.organizationId, ids, this.queueFilter);
   }
 
   /** Whether a job addressed by id may be touched (true for unknown ids: the operation finds them missing). */
@@ -274,8 +268,6 @@ export class LiveAuthorization {
     return this.auth;
   }
 }
-
-const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
 
 /** The decision: may this key perform `operation` at all? Throws 403 with what key would do; else its Grant. */
 export function authorize(auth: AuthContext, operation: Operation): Grant {

@@ -8,6 +8,7 @@ const get = sqlFile(import.meta.url, './job-get.sql');
 const listTemplate = sqlFile(import.meta.url, './job-list.sql');
 const stats = sqlFile(import.meta.url, './job-stats.sql');
 const statusMany = sqlFile(import.meta.url, './job-status-many.sql');
+const queuesOutside = sqlFile(import.meta.url, './job-queues-outside.sql');
 
 /** Columns a job list may be ordered by (docs/compatibility.md §1.5). */
 export const JOB_ORDER_COLUMNS = ['created_at', 'updated_at', 'scheduled_at', 'completed_at', 'priority', 'status', 'queue_name', 'retry_count'] as const;
@@ -84,4 +85,15 @@ export async function jobStatusMany(db: Queryable, organizationId: string, ids: 
   const valid = [...new Set(ids.filter(isUuid).map((id) => id.toLowerCase()))];
   if (valid.length === 0) return [];
   return run<JobStatusRow>(db, statusMany, [organizationId, valid]);
+}
+
+/**
+ * Of `ids` (any spelling; malformed ones are ignored), the organization's
+ * jobs whose queue matches none of `patterns` (LIKE patterns), lower-case.
+ */
+export async function jobsOutsideQueues(db: Queryable, organizationId: string, ids: readonly string[], patterns: readonly string[]): Promise<Set<string>> {
+  const valid = [...new Set(ids.map((id) => id.toLowerCase()).filter(isUuid))];
+  if (valid.length === 0) return new Set();
+  const rows = await run<{ id: string }>(db, queuesOutside, [organizationId, valid, patterns]);
+  return new Set(rows.map((row) => row.id));
 }

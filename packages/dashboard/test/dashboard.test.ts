@@ -73,7 +73,7 @@ describe('dashboard', { timeout: 180_000 }, () => {
     await page.getByLabel('API key').fill(server.apiKey);
     await page.getByRole('button', { name: 'Sign in' }).click();
     await heading(page, 'Jobs');
-    assert.equal(await page.getByLabel('Status').inputValue(), 'failed', 'the URL\'s filter survives sign-in');
+    assert.equal(await page.getByRole('combobox', { name: /^Status/ }).inputValue(), 'failed', 'the URL\'s filter survives sign-in');
     const stored = await page.evaluate(() => sessionStorage.getItem('spool.session') ?? '');
     assert.match(stored, /"kind":"jwt"/, 'the key was exchanged for a JWT session');
     assert.ok(!stored.includes(server.apiKey), 'the API key itself is not stored');

@@ -54,7 +54,7 @@ interface Lease {
 
 const MAX_PROBLEMS = 20;
 
-/** `history` must be in insertion order (job_history.id). */
+/** `history` must be in log order (spool.job_events.event_id). */
 export function checkChaos(expectedJobIds: readonly string[], jobs: readonly CheckedJob[], history: readonly HistoryEvent[], effects: readonly Effect[]): ChaosVerdict {
   const problems: string[] = [];
   const problem = (message: string) => {

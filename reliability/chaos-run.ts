@@ -360,7 +360,7 @@ export async function runChaos(overrides: Partial<ChaosOptions> = {}): Promise<C
     const expected = jobIds.filter((id): id is string => typeof id === 'string');
     const jobs = (await db.query<CheckedJob>('SELECT id, status FROM spool.jobs WHERE organization_id = $1 AND queue_name = $2', [organizationId, QUEUE])).rows;
     const history = (await db.query<HistoryEvent>(
-      'SELECT job_id, event, from_status, to_status, lease_id, created_at FROM spool.job_history WHERE organization_id = $1 AND queue_name = $2 ORDER BY id',
+      'SELECT job_id, event, from_status, to_status, lease_id, created_at FROM spool.job_events WHERE organization_id = $1 AND queue_name = $2 ORDER BY event_id',
       [organizationId, QUEUE],
     )).rows;
     const effects = (await db.query<Effect>('SELECT job_id, lease_id, worker, started_at, finished_at FROM chaos.effects')).rows;

@@ -42,7 +42,7 @@ describe('jobClaim', () => {
     assert.equal(seen.size, total);
     const rows = await t.pool.query<{ status: string; count: number }>(`SELECT status, count(*)::int AS count FROM spool.jobs WHERE queue_name = $1 GROUP BY status`, [queue]);
     assert.deepEqual(rows.rows, [{ status: 'processing', count: total }]);
-    const claims = await t.pool.query<{ count: number }>(`SELECT count(*)::int AS count FROM spool.job_history WHERE queue_name = $1 AND event = 'claim'`, [queue]);
+    const claims = await t.pool.query<{ count: number }>(`SELECT count(*)::int AS count FROM spool.job_events WHERE queue_name = $1 AND event = 'claim'`, [queue]);
     assert.equal(claims.rows[0]!.count, total);
   });
 

@@ -120,7 +120,7 @@ describe('fencing under concurrency', () => {
       const outcomes = await pending;
       const ok = outcomes.map((o) => o[0]!).filter((o) => o.ok);
       assert.equal(ok.length, 1, `exactly one complete succeeded: ${JSON.stringify(outcomes)}`);
-      const history = await t.pool.query<{ count: number }>(`SELECT count(*)::int AS count FROM spool.job_history WHERE job_id = $1 AND event = 'complete'`, [id]);
+      const history = await t.pool.query<{ count: number }>(`SELECT count(*)::int AS count FROM spool.job_events WHERE job_id = $1 AND event = 'complete'`, [id]);
       assert.equal(history.rows[0]!.count, 1);
       assert.equal((await jobRow(t.pool, id)).status, 'completed');
     } finally {

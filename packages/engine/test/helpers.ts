@@ -38,10 +38,10 @@ export interface HistoryRow {
   message: string | null;
 }
 
-/** A job's history, oldest first. */
+/** A job's history events (spool.job_events: its own rows and its place in rows of many), oldest first. */
 export async function historyOf(db: Queryable, id: string): Promise<HistoryRow[]> {
   const result = await db.query<HistoryRow>(
-    'SELECT id, event, from_status, to_status, worker_id, lease_id, message FROM spool.job_history WHERE job_id = $1 ORDER BY id',
+    'SELECT event_id AS id, event, from_status, to_status, worker_id, lease_id, message FROM spool.job_events WHERE job_id = $1 ORDER BY event_id',
     [id],
   );
   return result.rows;

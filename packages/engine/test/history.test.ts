@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import {
   dlqPurge, jobCancelMany, jobClaim, jobCompleteMany, jobExpire, jobFailMany, jobInsertMany, jobPromoteScheduled, jobReleaseWorker,
-  jobRescueExpired, jobRetryMany, queueConfigUpsert,
+  jobHistory, jobRescueExpired, jobRetryMany, queueConfigUpsert,
 } from '@spool/engine';
 import { createOrganization, createTestDatabase, type TestDatabase } from '../../../test-support/db.js';
 import { claimOne, expireLease, historyOf, insertJob, type HistoryRow } from './helpers.js';
@@ -19,15 +19,20 @@ after(async () => t.drop());
 type Expected = Omit<HistoryRow, 'id' | 'message'> & { message?: string | null };
 
 /**
- * Follows one job's history: `step` runs a transition and asserts that it
- * added exactly the expected rows, each with an id above every earlier one.
+ * Follows one job's timeline (what GET /jobs/{id}/history answers; of a job
+ * deleted by a purge, the events left in the log): `step` runs a transition
+ * and asserts that it added exactly the expected entries, each with an id
+ * above every earlier one.
  */
 class HistoryTracker {
   #seen: HistoryRow[] = [];
   constructor(readonly jobId: string) {}
 
   async step(expected: Expected[]): Promise<void> {
-    const all = await historyOf(t.pool, this.jobId);
+    const exists = (await t.pool.query('SELECT 1 FROM spool.jobs WHERE id = $1', [this.jobId])).rowCount === 1;
+    const all: HistoryRow[] = exists
+      ? (await jobHistory(t.pool, org, this.jobId, 1000)).map(({ created_at: _at, ...entry }) => entry)
+      : await historyOf(t.pool, this.jobId);
     assert.deepEqual(all.slice(0, this.#seen.length), this.#seen, 'earlier history rows are unchanged');
     const added = all.slice(this.#seen.length);
     const lastId = this.#seen.at(-1)?.id ?? 0;
@@ -180,14 +185,30 @@ describe('job_history', () => {
     await h.step([]);
   });
 
-  it('one claim of several jobs writes one claim row per job, ids increasing', async () => {
+  it('one enqueue, claim and completion of several jobs each write one row for all of them, each job its own event id', async () => {
     const queue = 'h-batch';
     const inserted = await jobInsertMany(t.pool, [1, 2, 3].map((n) => ({ organizationId: org, queueName: queue, payload: { n } })));
     const claimed = await jobClaim(t.pool, { organizationId: org, queueName: queue, workerId: 'w', limit: 10, leaseSeconds: 30 });
     assert.equal(claimed.length, 3);
-    const rows = await t.pool.query<{ id: number; job_id: string; event: string }>(
-      'SELECT id, job_id, event FROM spool.job_history WHERE job_id = ANY($1::uuid[]) ORDER BY id', [inserted.map((j) => j.id)]);
-    assert.deepEqual(rows.rows.map((r) => r.event), ['create', 'create', 'create', 'claim', 'claim', 'claim']);
-    assert.deepEqual(new Set(rows.rows.slice(3).map((r) => r.job_id)), new Set(inserted.map((j) => j.id)));
+    await jobCompleteMany(t.pool, org, claimed.map((j) => ({ id: j.id, workerId: 'w', leaseId: j.lease_id! })));
+    const rows = await t.pool.query<{ event: string; job_id: string | null; jobs: number }>(
+      'SELECT event, job_id, cardinality(job_ids) AS jobs FROM spool.job_history WHERE queue_name = $1 ORDER BY id', [queue]);
+    assert.deepEqual(rows.rows, ['create', 'claim', 'complete'].map((event) => ({ event, job_id: null, jobs: 3 })));
+    const events = await t.pool.query<{ event_id: number; job_id: string; event: string; lease_id: string | null }>(
+      'SELECT event_id, job_id, event, lease_id FROM spool.job_events WHERE queue_name = $1 ORDER BY event_id', [queue]);
+    assert.deepEqual(events.rows.map((r) => r.event), ['create', 'create', 'create', 'claim', 'claim', 'claim', 'complete', 'complete', 'complete']);
+    assert.equal(new Set(events.rows.map((r) => r.event_id)).size, 9, 'every event has its own id');
+    const leases = new Map(claimed.map((j) => [j.id, j.lease_id]));
+    for (const claim of events.rows.filter((r) => r.event === 'claim')) assert.equal(claim.lease_id, leases.get(claim.job_id));
+    // Each job's timeline (GET /jobs/{id}/history) is what it was with a row per job.
+    for (const job of claimed) {
+      const timeline = await jobHistory(t.pool, org, job.id, 100);
+      assert.deepEqual(timeline.map((e) => [e.event, e.to_status, e.worker_id, e.lease_id]), [
+        ['create', 'pending', null, null],
+        ['claim', 'processing', 'w', job.lease_id],
+        ['complete', 'completed', 'w', job.lease_id],
+      ]);
+      assert.deepEqual(timeline.map((e) => e.id), (await historyOf(t.pool, job.id)).map((e) => e.id), 'the timeline carries the event ids');
+    }
   });
 });

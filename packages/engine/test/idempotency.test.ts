@@ -20,7 +20,7 @@ async function jobsWithKey(key: string): Promise<{ id: string; organization_id: 
 }
 
 async function createEvents(id: string): Promise<number> {
-  const result = await t.pool.query<{ n: number }>(`SELECT count(*)::int AS n FROM spool.job_history WHERE job_id = $1 AND event = 'create'`, [id]);
+  const result = await t.pool.query<{ n: number }>(`SELECT count(*)::int AS n FROM spool.job_events WHERE job_id = $1 AND event = 'create'`, [id]);
   return result.rows[0]!.n;
 }
 

@@ -200,7 +200,7 @@ test('graceful stop with jobs in flight: nothing lost, nothing completed twice',
   assert.equal(runs.size, 40);
   assert.ok([...runs.values()].every((count) => count === 1), 'each job ran once');
   const history = await server.database.pool.query<{ n: string }>(
-    "SELECT count(*) AS n FROM spool.job_history WHERE job_id = ANY($1::uuid[]) AND to_status = 'completed'",
+    "SELECT count(*) AS n FROM spool.job_events WHERE job_id = ANY($1::uuid[]) AND to_status = 'completed'",
     [ids],
   );
   assert.equal(Number(history.rows[0]!.n), 40);

@@ -60,7 +60,7 @@ describe('CompleteBatcher (group commit for completions)', () => {
     assert.equal(current!.ok, true);
     assert.equal(repeat!.ok, false, 'the repeat is judged after the first: the job is no longer processing');
     assert.equal(batcher.counters.flushes, 3, 'one job never shares a statement with itself');
-    const history = await database.pool.query<{ n: number }>("SELECT count(*)::int AS n FROM spool.job_history WHERE job_id = $1 AND event = 'complete'", [job!.id]);
+    const history = await database.pool.query<{ n: number }>("SELECT count(*)::int AS n FROM spool.job_events WHERE job_id = $1 AND event = 'complete'", [job!.id]);
     assert.equal(history.rows[0]!.n, 1);
   });
 

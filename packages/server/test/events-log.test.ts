@@ -164,7 +164,7 @@ describe('queue, worker and schedule events', () => {
 
     for (const want of expected) {
       const event = await stream.waitFor((e) => isEnvelope(want)(e.data));
-      assert.match(event.id ?? '', /^\d+(~[\d,]+)?\.e\d+(~[\d,]+)?$/, 'SSE id: history and event log positions');
+      assert.match(event.id ?? '', /^h\d+(~[\d,]+)?\.e\d+(~[\d,]+)?$/, 'SSE id: history and event log positions');
       assert.ok(!Number.isNaN(Date.parse(event.data.data.timestamp)));
       await socket.next(isEnvelope(want));
       const delivered = await waitForRequest(hook, (r) => matches(r.json?.event, r.json?.data, want));

@@ -122,7 +122,7 @@ describe('QueueService.StreamJobs', () => {
     assert.deepEqual(counts.rows[0], { jobs: total, completed: total });
     const history = await server.database.pool.query<{ jobs: number; events: number; max_per_job: number }>(
       `SELECT count(*)::int AS jobs, sum(n)::int AS events, max(n)::int AS max_per_job
-       FROM (SELECT job_id, count(*) AS n FROM spool.job_history
+       FROM (SELECT job_id, count(*) AS n FROM spool.job_events
              WHERE organization_id = $1 AND queue_name = $2 AND event = 'complete' GROUP BY job_id) per_job`,
       [server.organizationId, queueName],
     );

@@ -55,7 +55,7 @@ describe('SSE /api/v1/events', () => {
     assert.equal(createdEvent.data.data.priority, 0);
     assert.ok(createdEvent.data.data.timestamp);
     assert.ok(client.events.every((e) => e.name === null), 'no event: lines');
-    assert.ok(client.lastEventId && /^\d+/.test(client.lastEventId));
+    assert.ok(client.lastEventId && /^h\d+/.test(client.lastEventId));
     client.close();
   });
 

@@ -111,7 +111,7 @@ describe('three replicas on one database', () => {
 
     // No two live leases: the history walk and the recorded executions agree (reliability/chaos-check.ts).
     const jobs = (await t.pool.query<{ id: string; status: string }>('SELECT id, status FROM spool.jobs WHERE organization_id = $1 AND queue_name = $2', [organizationId, QUEUE])).rows;
-    const history = (await t.pool.query<HistoryEvent>('SELECT job_id, event, from_status, to_status, lease_id, created_at FROM spool.job_history WHERE organization_id = $1 AND queue_name = $2 ORDER BY id', [organizationId, QUEUE])).rows;
+    const history = (await t.pool.query<HistoryEvent>('SELECT job_id, event, from_status, to_status, lease_id, created_at FROM spool.job_events WHERE organization_id = $1 AND queue_name = $2 ORDER BY event_id', [organizationId, QUEUE])).rows;
     const verdict = checkChaos(ids, jobs, history, effects);
     assert.deepEqual(verdict.problems, []);
     assert.equal(verdict.lost, 0);

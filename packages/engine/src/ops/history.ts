@@ -5,9 +5,19 @@ import { run, sqlFile } from '../db.js';
 const tail = sqlFile(import.meta.url, './history-tail.sql');
 const replay = sqlFile(import.meta.url, './history-replay.sql');
 
-/** A job_history row with the job fields that realtime events and webhooks carry. */
+/**
+ * Event ids of the job history: row id × this + the job's position in the
+ * row (a row of routine transitions holds up to this many jobs' events,
+ * migration 021). Readers follow rows (HistoryCursor) and number events.
+ */
+export const HISTORY_EVENTS_PER_ROW = 1024;
+
+/** One job's event of a job_history row, with the job fields that realtime events and webhooks carry. */
 export interface HistoryEvent {
+  /** The event id (HISTORY_EVENTS_PER_ROW). */
   id: number;
+  /** The job_history row that holds it. */
+  log_id: number;
   organization_id: string;
   job_id: string;
   queue_name: string;
@@ -37,7 +47,7 @@ export async function historyTail(db: Queryable, after: number, gapIds: number[]
   const rows = await run<HistoryEvent & { snapshot_xmin: string; snapshot_xmax: string }>(db, tail, [after, gapIds, limit]);
   const first = rows[0]!;
   return {
-    events: rows.filter((row) => row.id !== null).map(({ snapshot_xmin: _a, snapshot_xmax: _b, ...event }) => event),
+    events: rows.filter((row) => row.log_id !== null).map(({ snapshot_xmin: _a, snapshot_xmax: _b, ...event }) => event),
     xmin: BigInt(first.snapshot_xmin),
     xmax: BigInt(first.snapshot_xmax),
   };
@@ -53,14 +63,14 @@ export interface HistoryReplayParams {
   limit: number;
 }
 
-/** One organization's history in (after, upTo] plus `ids`, oldest first. */
+/** One organization's job events with ids in (after, upTo] plus those of the rows `ids`, oldest first. */
 export async function historyReplay(db: Queryable, params: HistoryReplayParams): Promise<HistoryEvent[]> {
   return run<HistoryEvent>(db, replay, [
     params.organizationId, params.after, params.upTo, params.ids, params.jobId ?? null, params.queueName ?? null, params.limit,
   ]);
 }
 
-/** The highest history id (0 when empty). */
+/** The highest job_history row id (0 when empty). */
 export async function historyMaxId(db: Queryable): Promise<number> {
   const result = await db.query<{ max: number | null }>('SELECT max(id) AS max FROM spool.job_history');
   return result.rows[0]?.max ?? 0;
@@ -76,7 +86,7 @@ export async function realtimeQueueStats(db: Queryable, organizationId: string, 
 
 const jobState = sqlFile(import.meta.url, './realtime-job-state.sql');
 
-/** A job's status with the id of its latest history row, or null. */
+/** A job's status with the event id of its latest history event, or null. */
 export async function realtimeJobState(db: Queryable, organizationId: string, jobId: string): Promise<{ status: JobStatus; queue_name: string; last_history_id: number } | null> {
   const rows = await run<{ status: JobStatus; queue_name: string; last_history_id: number | null }>(db, jobState, [organizationId, jobId]);
   const row = rows[0];

@@ -92,8 +92,17 @@ claimed AS (
   WHERE j.id = ANY (ARRAY(SELECT id FROM picked))
   RETURNING j.*
 ),
+-- A job's first claim (started_at is this statement's now()) goes into one
+-- row for the batch (migration 021: at most 100 jobs, one queue, one
+-- worker); a claim that re-runs a job (after a retry, an expired lease or a
+-- release) gets its own row, since the job row keeps only the first start.
 history AS (
-  INSERT INTO spool.job_history (organization_id, job_id, queue_name, event, from_status, to_status, worker_id, lease_id)
-  SELECT organization_id, id, queue_name, 'claim', 'pending', 'processing', assigned_worker_id, lease_id FROM claimed
+  INSERT INTO spool.job_history (organization_id, job_id, queue_name, event, from_status, to_status, worker_id, lease_id, job_ids, lease_ids)
+  SELECT organization_id, NULL, queue_name, 'claim', 'pending', 'processing', $4, NULL, array_agg(id), array_agg(lease_id)
+  FROM claimed WHERE started_at = now()
+  GROUP BY organization_id, queue_name
+  UNION ALL
+  SELECT organization_id, id, queue_name, 'claim', 'pending', 'processing', assigned_worker_id, lease_id, NULL, NULL
+  FROM claimed WHERE started_at < now()
 )
 SELECT * FROM claimed ORDER BY priority DESC, created_at ASC, id ASC;

@@ -65,9 +65,16 @@ done AS (
             CASE WHEN j.dependents_xid IS NULL THEN false
                  ELSE NOT pg_visible_in_snapshot(j.dependents_xid, pg_current_snapshot()) END AS recount
 ),
+-- One history row per (queue, worker) of the batch, of at most 1024 jobs
+-- (migration 021). The lease each completion ended is the one its claim
+-- recorded.
 history AS (
-  INSERT INTO spool.job_history (organization_id, job_id, queue_name, event, from_status, to_status, worker_id, lease_id)
-  SELECT organization_id, id, queue_name, 'complete', 'processing', 'completed', worker_id, held_lease_id FROM done
+  INSERT INTO spool.job_history (organization_id, queue_name, event, from_status, to_status, worker_id, job_ids)
+  SELECT organization_id, queue_name, 'complete', 'processing', 'completed', worker_id, array_agg(id)
+  FROM (SELECT organization_id, queue_name, worker_id, id,
+               (row_number() OVER (PARTITION BY queue_name, worker_id) - 1) / 1024 AS chunk
+        FROM done) c
+  GROUP BY organization_id, queue_name, worker_id, chunk
 ),
 completed_edges AS (
   SELECT d.job_id, count(*)::int AS n

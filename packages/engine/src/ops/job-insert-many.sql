@@ -42,9 +42,15 @@ inserted AS (
   DO UPDATE SET idempotency_key = EXCLUDED.idempotency_key
   RETURNING j.id, j.organization_id, j.queue_name, j.status, j.idempotency_key, j.scheduled_at, (j.xmax = 0) AS created
 ),
+-- One history row per (organization, queue, status) of the statement, of
+-- at most 1024 jobs (migration 021), not one per job.
 history AS (
-  INSERT INTO spool.job_history (organization_id, job_id, queue_name, event, from_status, to_status)
-  SELECT organization_id, id, queue_name, 'create', NULL, status FROM inserted WHERE created
+  INSERT INTO spool.job_history (organization_id, queue_name, event, from_status, to_status, job_ids)
+  SELECT organization_id, queue_name, 'create', NULL, status, array_agg(id)
+  FROM (SELECT organization_id, queue_name, status, id,
+               (row_number() OVER (PARTITION BY organization_id, queue_name, status) - 1) / 1024 AS chunk
+        FROM inserted WHERE created) c
+  GROUP BY organization_id, queue_name, status, chunk
 )
 SELECT i.id, i.organization_id, i.idempotency_key, i.status, i.created,
        (SELECT pg_notify('spool_jobs', json_build_object(

@@ -1,7 +1,9 @@
 -- Transitions recorded in job_history after position $1 and up to $2, per
--- queue, event and target status. A primary-key range scan: the cost is the
--- number of transitions since the previous refresh, whatever the table size.
-SELECT organization_id, queue_name, event, coalesce(to_status, '') AS to_status, count(*)::bigint AS count
+-- queue, event and target status (a row of routine transitions counts its
+-- jobs, migration 021). A primary-key range scan: the cost is the number of
+-- rows since the previous refresh, whatever the table size.
+SELECT organization_id, queue_name, event, coalesce(to_status, '') AS to_status,
+       sum(coalesce(cardinality(job_ids), 1))::bigint AS count
 FROM spool.job_history
 WHERE id > $1 AND id <= $2
 GROUP BY organization_id, queue_name, event, to_status;

@@ -7,6 +7,7 @@ const markOffline = sqlFile(import.meta.url, './worker-mark-offline.sql');
 const tokenPrune = sqlFile(import.meta.url, './revoked-token-prune.sql');
 const runPrune = sqlFile(import.meta.url, './schedule-run-prune.sql');
 const eventPruneSql = sqlFile(import.meta.url, './event-prune.sql');
+const historyPruneSql = sqlFile(import.meta.url, './history-prune.sql');
 
 /** Finished statuses with a retention window, and the settings key that overrides it per queue. */
 export type RetainedStatus = 'completed' | 'failed' | 'cancelled' | 'deadletter';
@@ -51,4 +52,9 @@ export async function scheduleRunPrune(db: Queryable, days: number, batchSize: n
 /** Deletes up to `batchSize` events (spool.events) older than `days`. Returns how many. */
 export async function eventPrune(db: Queryable, days: number, batchSize: number): Promise<number> {
   return (await run(db, eventPruneSql, [days, batchSize])).length;
+}
+
+/** Deletes up to `batchSize` job_history rows of routine transitions (many jobs each) older than `days`. Returns how many. */
+export async function historyPrune(db: Queryable, days: number, batchSize: number): Promise<number> {
+  return (await run(db, historyPruneSql, [days, batchSize])).length;
 }

@@ -2,12 +2,20 @@
 -- after $1 (at most $3) plus re-read gap ids $2 (see history-cursor.ts),
 -- creates one delivery per subscribed enabled webhook (registered before the
 -- event) and one per job completion_webhook (completed or dead-lettered).
--- Unique keys on (history id, target) make re-reading harmless. Returns the
--- ids read and the snapshot bounds that settle gaps.
+-- Unique keys on (event id, target) make re-reading harmless: a row of
+-- routine transitions holds many jobs' events (migration 021), each with its
+-- own event id (row id × 1024 + position). Returns the row ids read and the
+-- snapshot bounds that settle gaps.
 WITH batch AS (
   (SELECT * FROM spool.job_history WHERE id > $1 ORDER BY id LIMIT $3)
   UNION ALL
   (SELECT * FROM spool.job_history WHERE id = ANY($2::bigint[]) AND id <= $1)
+),
+expanded AS (
+  SELECT b.id * 1024 + (x.pos - 1) AS id, b.organization_id, x.job_id, b.queue_name, b.event, b.from_status,
+         b.to_status, b.worker_id, b.message, b.created_at
+  FROM batch b
+  CROSS JOIN LATERAL unnest(coalesce(b.job_ids, ARRAY[b.job_id])) WITH ORDINALITY AS x(job_id, pos)
 ),
 events AS (
   SELECT b.*,
@@ -19,7 +27,7 @@ events AS (
            WHEN b.event IN ('fail_retry', 'fail_final', 'lease_expired') THEN 'job.failed'
            WHEN b.event IN ('cancel', 'expire') THEN 'job.cancelled'
          END AS webhook_event
-  FROM batch b
+  FROM expanded b
 ),
 subscribed AS (
   INSERT INTO spool.webhook_deliveries (organization_id, webhook_id, job_id, history_id, event, payload)

@@ -38,8 +38,12 @@ edges AS (
   FROM unnest($15::uuid[], $16::uuid[]) AS e(job_id, depends_on_job_id)
 ),
 history AS (
-  INSERT INTO spool.job_history (organization_id, job_id, queue_name, event, from_status, to_status)
-  SELECT organization_id, id, queue_name, 'create', NULL, 'pending' FROM inserted
+  INSERT INTO spool.job_history (organization_id, queue_name, event, from_status, to_status, job_ids)
+  SELECT organization_id, queue_name, 'create', NULL, 'pending', array_agg(id)
+  FROM (SELECT organization_id, queue_name, id,
+               (row_number() OVER (PARTITION BY organization_id, queue_name) - 1) / 1024 AS chunk
+        FROM inserted) c
+  GROUP BY organization_id, queue_name, chunk
 )
 SELECT (SELECT id FROM workflow) AS workflow_id,
        (SELECT pg_notify('spool_jobs', json_build_object('q', array_agg(DISTINCT organization_id::text || ':' || queue_name))::text)

@@ -19,8 +19,10 @@ export type LogName = 'history' | 'events';
 /** A row of one log, as the envelopes it produces. */
 export interface RealtimeEvent {
   log: LogName;
-  /** The row's id in its log. */
+  /** The event's id in its log: its row's id × the log's events per row + its position in the row. */
   id: number;
+  /** The id of the log row that holds it (what readers follow, history-cursor.ts). */
+  row: number;
   organizationId: string;
   /** '' when the event concerns no job. */
   jobId: string;
@@ -90,6 +92,7 @@ export function eventFromHistory(row: HistoryEvent): RealtimeEvent {
   return {
     log: 'history',
     id: row.id,
+    row: row.log_id,
     organizationId: row.organization_id,
     jobId: row.job_id,
     queueName: row.queue_name,
@@ -111,6 +114,7 @@ export function eventFromLog(row: LogEvent): RealtimeEvent {
   return {
     log: 'events',
     id: row.id,
+    row: row.id,
     organizationId: row.organization_id,
     jobId: text(row.data.job_id),
     queueName: text(row.data.queue_name),

@@ -16,7 +16,7 @@ export interface RealtimeHubOptions {
   log?: (message: string, err?: unknown) => void;
 }
 
-/** Where the hub stands in one log: a new client starts there; a resuming one replays up to it. */
+/** Where the hub stands in one log (row ids): a new client starts there; a resuming one replays up to it. */
 export interface LogPoint {
   scannedTo: number;
   gaps: number[];
@@ -69,7 +69,7 @@ class LogTail {
     this.#timer = null;
   }
 
-  /** Ids a resuming client has not received and that may still commit: their owners are older than the last read's xmax. */
+  /** Rows a resuming client has not received and that may still commit: their owners are older than the last read's xmax. */
   addGaps(ids: number[]): void {
     if (ids.length > 0) this.#cursor?.addGaps(ids, this.#lastXmax);
   }
@@ -84,9 +84,9 @@ class LogTail {
       const cursor = new HistoryCursor({ scannedTo: Math.max(0, max - WARM_UP_IDS), gaps: [] });
       for (;;) {
         const read = await this.source.tail(this.#db, cursor.scannedTo, cursor.gapIds(), this.#batchSize);
-        cursor.advance(read.events.map((e) => e.id), read.xmin, read.xmax);
+        cursor.advance(read.events.map((e) => e.row), read.xmin, read.xmax);
         this.#lastXmax = read.xmax;
-        if (read.events.length < this.#batchSize) break;
+        if (new Set(read.events.map((e) => e.row)).size < this.#batchSize) break;
       }
       if (this.#active()) {
         this.#cursor = cursor;
@@ -122,14 +122,14 @@ class LogTail {
         const gapsBefore = cursor.gapIds().join(',');
         const read = await this.source.tail(this.#db, before, cursor.gapIds(), this.#batchSize);
         if (cursor !== this.#cursor) return;
-        const fresh = new Set(cursor.advance(read.events.map((e) => e.id), read.xmin, read.xmax));
+        const fresh = new Set(cursor.advance(read.events.map((e) => e.row), read.xmin, read.xmax));
         this.#lastXmax = read.xmax;
-        const events = read.events.filter((e) => fresh.has(e.id));
+        const events = read.events.filter((e) => fresh.has(e.row));
         const gaps = cursor.gapIds();
         if (events.length > 0 || cursor.scannedTo !== before || gaps.join(',') !== gapsBefore) {
           this.#dispatch({ log: this.source.name, events, scannedTo: cursor.scannedTo, gaps });
         }
-        if (read.events.filter((e) => e.id > before).length >= this.#batchSize) this.#again = true;
+        if (new Set(read.events.filter((e) => e.row > before).map((e) => e.row)).size >= this.#batchSize) this.#again = true;
       } while (this.#again);
       this.healthy = true;
     } catch (err) {
@@ -194,7 +194,7 @@ export class RealtimeHub {
     for (const tail of this.#tails) tail.reset();
   }
 
-  /** Ids of `log` a resuming client has not received and that may still commit. */
+  /** Rows of `log` a resuming client has not received and that may still commit. */
   addGaps(log: LogName, ids: number[]): void {
     this.#tails.find((tail) => tail.source.name === log)?.addGaps(ids);
   }

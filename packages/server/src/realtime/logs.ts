@@ -1,5 +1,6 @@
 import {
   EVENTS_CHANNEL,
+  HISTORY_EVENTS_PER_ROW,
   JOBS_CHANNEL,
   eventMaxId,
   eventReplay,
@@ -36,17 +37,20 @@ export interface LogReplayFilter {
  */
 export interface LogSource {
   name: LogName;
+  /** Event ids per row: a row r holds the events r × this … r × this + this − 1. */
+  eventsPerRow: number;
   /** The NOTIFY channel its writers announce new rows on. */
   channel: string;
   maxId(db: Queryable): Promise<number>;
-  /** Rows after `after` (at most `limit`) and the re-read gap ids, with the snapshot bounds. */
+  /** The events of the rows after `after` (at most `limit` rows) and of the re-read gap rows, with the snapshot bounds. */
   tail(db: Queryable, after: number, gapIds: number[], limit: number): Promise<LogRead>;
-  /** One organization's rows in (after, upTo] plus `ids`, oldest first. */
+  /** One organization's events with ids in (after, upTo] (event ids) plus those of the rows `ids`, oldest first. */
   replay(db: Queryable, filter: LogReplayFilter): Promise<RealtimeEvent[]>;
 }
 
 const history: LogSource = {
   name: 'history',
+  eventsPerRow: HISTORY_EVENTS_PER_ROW,
   channel: JOBS_CHANNEL,
   maxId: historyMaxId,
   async tail(db, after, gapIds, limit) {
@@ -60,6 +64,7 @@ const history: LogSource = {
 
 const events: LogSource = {
   name: 'events',
+  eventsPerRow: 1,
   channel: EVENTS_CHANNEL,
   maxId: eventMaxId,
   async tail(db, after, gapIds, limit) {
@@ -72,6 +77,11 @@ const events: LogSource = {
     return (await eventReplay(db, { ...filter, queueName: filter.queueName ?? null })).map(eventFromLog);
   },
 };
+
+/** The events per row of a log. */
+export function eventsPerRow(log: LogName): number {
+  return log === 'history' ? HISTORY_EVENTS_PER_ROW : 1;
+}
 
 /** Every log, in the order a resume replays them. */
 export const LOG_SOURCES: readonly LogSource[] = [history, events];

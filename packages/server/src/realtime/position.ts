@@ -1,61 +1,85 @@
 import type { LogName, RealtimeEvent } from './events.js';
+import { eventsPerRow } from './logs.js';
 
 /** What the hub hands every subscriber after each read of one log. */
 export interface HubBatch {
   log: LogName;
   /** New events and late ones (filled gaps), ascending by id. */
   events: RealtimeEvent[];
-  /** The hub has read every id of the log up to here, except `gaps`. */
+  /** The hub has read every row of the log up to here, except `gaps`. */
   scannedTo: number;
-  /** Ids not visible yet that may still appear, ascending. */
+  /** Rows not visible yet that may still appear, ascending. */
   gaps: number[];
 }
 
 const MAX_TOKEN_GAPS = 50;
 const SEGMENT = '(\\d{1,18})(?:~(\\d{1,18}(?:,\\d{1,18})*))?';
-/** The history segment (bare, as before the event log existed), then optionally `.e` and the event log's. */
-const TOKEN = new RegExp(`^${SEGMENT}(?:\\.e${SEGMENT})?$`);
+/**
+ * "h" and the history segment, then optionally ".e" and the event log's. A
+ * token without the "h" is from a server that numbered history events by row
+ * (one event per row, before migration 021): its numbers are rows.
+ */
+const TOKEN = new RegExp(`^(h?)${SEGMENT}(?:\\.e${SEGMENT})?$`);
 
 /**
  * Where one realtime client stands in one log: it has been given (or did
- * not want) every event up to `covered` except the ids in `missing`, which
- * were not visible yet. Encoded as "covered" or "covered~g1,g2".
+ * not want) every event up to event id `covered` except those of the rows
+ * in `missing`, which were not visible yet. A log row r holds the event ids
+ * r × perRow … r × perRow + perRow − 1 (logs.ts). Encoded as "covered" or
+ * "covered~r1,r2".
  */
 export class LogPosition {
   covered: number;
   missing: Set<number>;
+  readonly perRow: number;
 
-  constructor(covered: number, missing: Iterable<number> = []) {
+  constructor(covered: number, missing: Iterable<number> = [], perRow = 1) {
     this.covered = covered;
     this.missing = new Set(missing);
+    this.perRow = perRow;
   }
 
-  static fromMatch(covered: string, missing: string | undefined): LogPosition {
-    const at = Number(covered);
-    return new LogPosition(at, missing ? missing.split(',').map(Number).filter((id) => id <= at) : []);
+  /** Everything of the rows up to `scannedTo` except the rows `gaps`. */
+  static atRow(scannedTo: number, gaps: Iterable<number>, perRow: number): LogPosition {
+    return new LogPosition(LogPosition.#lastOf(scannedTo, perRow), gaps, perRow);
+  }
+
+  static fromMatch(covered: string, missing: string | undefined, perRow: number, coveredIsRow = false): LogPosition {
+    const at = coveredIsRow ? LogPosition.#lastOf(Number(covered), perRow) : Number(covered);
+    const rows = missing ? missing.split(',').map(Number).filter((row) => row * perRow <= at) : [];
+    return new LogPosition(at, rows, perRow);
+  }
+
+  static #lastOf(row: number, perRow: number): number {
+    return row * perRow + perRow - 1;
   }
 
   token(): string {
     if (this.missing.size === 0) return String(this.covered);
     const sorted = [...this.missing].sort((a, b) => a - b);
     // Too many to list: resume from below the oldest (duplicates, never loss).
-    if (sorted.length > MAX_TOKEN_GAPS) return String(sorted[0]! - 1);
+    if (sorted.length > MAX_TOKEN_GAPS) return String(sorted[0]! * this.perRow - 1);
     return `${this.covered}~${sorted.join(',')}`;
   }
 
   /**
    * Walks a hub batch of this log: calls `emit` for each event this client
-   * has not been given yet, after the position has moved past it.
+   * has not been given yet, after the position has moved past it. A row
+   * that fills a gap is emitted whole before the gap is closed, so a token
+   * taken meanwhile replays the row again (duplicates, never loss).
    */
   apply(batch: Omit<HubBatch, 'log'>, emit: (event: RealtimeEvent) => void): void {
     const fills = batch.events.filter((e) => e.id <= this.covered);
     const fresh = batch.events.filter((e) => e.id > this.covered);
+    const filled = new Set<number>();
     for (const event of fills) {
-      if (!this.missing.delete(event.id)) continue;
+      if (!this.missing.has(event.row)) continue;
+      filled.add(event.row);
       emit(event);
     }
+    for (const row of filled) this.missing.delete(row);
     for (const event of fresh) {
-      for (const gap of batch.gaps) if (gap > this.covered && gap < event.id) this.missing.add(gap);
+      for (const gap of batch.gaps) if (gap * this.perRow > this.covered && gap < event.row) this.missing.add(gap);
       this.covered = event.id;
       emit(event);
     }
@@ -63,16 +87,16 @@ export class LogPosition {
   }
 
   /**
-   * After a batch: covered moves to the hub's scan point, and the missing
-   * ids are those that may still appear: the hub's open gaps (no one can
-   * have seen an id that is not visible yet) and any of ours the hub has
-   * not scanned up to.
+   * After a batch: covered moves to the end of the hub's scanned rows, and
+   * the missing rows are those that may still appear: the hub's open gaps
+   * (no one can have seen a row that is not visible yet) and any of ours the
+   * hub has not scanned up to.
    */
   finish(scannedTo: number, gaps: number[]): void {
-    this.covered = Math.max(this.covered, scannedTo);
+    this.covered = Math.max(this.covered, LogPosition.#lastOf(scannedTo, this.perRow));
     const missing = new Set<number>();
-    for (const id of this.missing) if (id > scannedTo) missing.add(id);
-    for (const gap of gaps) if (gap <= this.covered) missing.add(gap);
+    for (const row of this.missing) if (row > scannedTo) missing.add(row);
+    for (const gap of gaps) if (gap * this.perRow <= this.covered) missing.add(gap);
     this.missing = missing;
   }
 }
@@ -98,13 +122,14 @@ export class StreamPosition {
     if (!token) return null;
     const match = TOKEN.exec(token.trim());
     if (!match) return null;
-    const logs: Partial<Record<LogName, LogPosition>> = { history: LogPosition.fromMatch(match[1]!, match[2]) };
-    if (match[3] !== undefined) logs.events = LogPosition.fromMatch(match[3], match[4]);
+    const legacy = match[1] !== 'h';
+    const logs: Partial<Record<LogName, LogPosition>> = { history: LogPosition.fromMatch(match[2]!, match[3], eventsPerRow('history'), legacy) };
+    if (match[4] !== undefined) logs.events = LogPosition.fromMatch(match[4], match[5], eventsPerRow('events'));
     return new StreamPosition(logs);
   }
 
   token(): string {
-    const history = this.logs.history?.token() ?? '0';
+    const history = `h${this.logs.history?.token() ?? '0'}`;
     return this.logs.events ? `${history}.e${this.logs.events.token()}` : history;
   }
 

@@ -69,7 +69,7 @@ export class EventStream implements HubSubscriber {
     const position = new StreamPosition();
     for (const source of LOG_SOURCES) {
       const point = points[source.name];
-      position.logs[source.name] = resume?.logs[source.name] ?? new LogPosition(point.scannedTo, point.gaps);
+      position.logs[source.name] = resume?.logs[source.name] ?? LogPosition.atRow(point.scannedTo, point.gaps, source.eventsPerRow);
     }
     this.#position = position;
     let complete = true;
@@ -93,37 +93,41 @@ export class EventStream implements HubSubscriber {
   async #replay(db: Db, source: LogSource, point: LogPoint, hub: RealtimeHub): Promise<boolean> {
     const position = this.#position!;
     const log = position.logs[source.name]!;
+    // Rows (what the hub follows) and event ids (what a position covers).
     const upTo = point.scannedTo;
-    const wanted = [...log.missing].filter((id) => id <= upTo);
+    const upToEvent = upTo * source.eventsPerRow + source.eventsPerRow - 1;
+    const wanted = [...log.missing].filter((row) => row <= upTo);
     const seen = new Set<number>();
     let after = log.covered;
     for (let page = 0; page < REPLAY_MAX_PAGES; page++) {
       const events = await source.replay(db, {
         organizationId: this.#options.organizationId,
         after,
-        upTo,
+        upTo: upToEvent,
         ids: page === 0 ? wanted : [],
         jobId: this.#options.jobId,
         queueName: this.#options.queueName,
         limit: REPLAY_PAGE,
       });
       if (this.#closed) return true;
-      for (const event of events) seen.add(event.id);
-      const last = events.length === REPLAY_PAGE ? events[events.length - 1]!.id : upTo;
-      position.apply({ log: source.name, events, scannedTo: Math.max(last, log.covered), gaps: point.gaps }, (event, token) => this.#emit(event, token));
+      for (const event of events) seen.add(event.row);
+      // A full page may end inside a row: only the rows before it are done.
+      const done = events.length === REPLAY_PAGE ? events[events.length - 1]!.row - 1 : upTo;
+      position.apply({ log: source.name, events, scannedTo: done, gaps: point.gaps }, (event, token) => this.#emit(event, token));
       if (events.length < REPLAY_PAGE) {
         // Ids the client lacks that are still not visible: the hub watches them from now on.
-        const pending = wanted.filter((id) => !seen.has(id));
+        const pending = wanted.filter((row) => !seen.has(row));
         hub.addGaps(source.name, pending);
         log.finish(upTo, [...new Set([...point.gaps, ...pending])].sort((a, b) => a - b));
         return true;
       }
-      after = last;
+      after = events[events.length - 1]!.id;
     }
-    position.logs[source.name] = new LogPosition(upTo, point.gaps);
+    position.logs[source.name] = LogPosition.atRow(upTo, point.gaps, source.eventsPerRow);
     this.#options.onEvent({
       log: source.name,
       id: 0,
+      row: 0,
       organizationId: this.#options.organizationId,
       jobId: '',
       queueName: '',

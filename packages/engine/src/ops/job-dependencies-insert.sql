@@ -1,7 +1,8 @@
 -- Adds edges "$2 depends on each of $3" (existing edges are kept), sets the
--- dependent's mode when $5 is given, and stamps each processing dependency
--- with this transaction's id: a completion of it that started before this
--- commits cannot see the new edge, sees the stamp instead, and recounts.
+-- dependent's mode when $5 is given, and stamps each dependency with this
+-- transaction's id (migration 024): a completion looks for dependents only
+-- of a stamped job, and one that started before this commits cannot see the
+-- new edge, sees the stamp instead, and recounts.
 WITH added AS (
   INSERT INTO spool.job_dependencies (organization_id, job_id, depends_on_job_id, dependency_type)
   SELECT $1, $2, dep, $4 FROM unnest($3::uuid[]) AS dep
@@ -11,7 +12,7 @@ WITH added AS (
 stamped AS (
   UPDATE spool.jobs
   SET dependents_xid = pg_current_xact_id()
-  WHERE organization_id = $1 AND id IN (SELECT depends_on_job_id FROM added) AND status = 'processing'
+  WHERE organization_id = $1 AND id IN (SELECT depends_on_job_id FROM added)
 ),
 moded AS (
   UPDATE spool.jobs

@@ -24,10 +24,12 @@ defaults AS (
 ),
 inserted AS (
   INSERT INTO spool.jobs (id, organization_id, queue_name, status, payload, priority, max_retries, timeout_seconds,
-                          workflow_id, workflow_key, dependency_mode, dependencies_met, dependencies_remaining)
+                          workflow_id, workflow_key, dependency_mode, dependencies_met, dependencies_remaining, dependents_xid)
   SELECT i.id, $2, i.queue_name, 'pending', i.payload::jsonb, i.priority,
          coalesce(i.max_retries, d.max_retries, $17::int), coalesce(i.timeout_seconds, d.default_timeout, $18::int),
-         $1, i.key, i.dependency_mode, i.dependency_count = 0, i.dependency_count
+         $1, i.key, i.dependency_mode, i.dependency_count = 0, i.dependency_count,
+         -- a job others depend on is stamped (migration 024): its completion looks for dependents
+         CASE WHEN i.id = ANY ($16::uuid[]) THEN pg_current_xact_id() END
   FROM input i
   LEFT JOIN defaults d ON d.queue_name = i.queue_name
   RETURNING id, organization_id, queue_name, dependencies_met

@@ -15,12 +15,15 @@
  *  - buffers, WAL and calls per statement: pg_stat_statements (track = top),
  *    classified by what the statement does (enqueue, claim, complete, request
  *    overhead such as authentication, background services, harness probes).
+ * The "job life" summary (bench/lib/job-life.ts) adds a bulk enqueue and a
+ * drain per job and compares them with pg-boss and graphile-worker.
  * Writes bench/results/cost.json and bench/results/cost.md.
  */
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { loadavg } from 'node:os';
 import pg from 'pg';
 import { startScratchPostgres } from '../test-support/scratch-postgres.js';
+import { jobLives, renderJobLife } from './lib/job-life.js';
 import { GraphileSystem } from './systems/graphile.js';
 import { PgBossSystem } from './systems/pgboss.js';
 import { SpoolSystem } from './systems/spool.js';
@@ -188,6 +191,9 @@ export function renderCost(all: PhaseCost[], context: string[]): string {
     const p = perJob(c);
     lines.push(`| ${c.system} | ${c.phase} | ${f1(c.walBytes / c.jobs)} | ${f1(c.walRecordBytes / c.jobs)} | ${f1(heapRows(c))} | ${f1(indexRows(c))} | ${f1(p.calls)} | ${f1(p.hit)} | ${f1(p.read)} | ${f1(p.dirtied)} |`);
   }
+  // The section ends with a blank line of its own; the next one starts with one.
+  const life = renderJobLife(all);
+  if (life.length) lines.push('', ...life.slice(0, -1));
   lines.push('', '## Drain split by operation (per job, pg_stat_statements)', '',
     '| system | operation | statements | buffers hit | dirtied | WAL records | WAL bytes |', '| --- | --- | --- | --- | --- | --- | --- |');
   for (const c of all.filter((x) => x.phase === 'drain')) {
@@ -258,6 +264,7 @@ export async function runCost(): Promise<void> {
     mkdirSync(out, { recursive: true });
     writeFileSync(new URL('cost.json', out), JSON.stringify(all, null, 2) + '\n');
     writeFileSync(new URL('cost.md', out), renderCost(all, context) + '\n');
+    for (const l of jobLives(all)) console.error(`[cost] job life ${l.system}: ${Math.round(l.walBytes)} WAL bytes, ${l.indexEntries.toFixed(1)} index entries, ${l.bufferHits.toFixed(1)} buffer hits per job`);
     console.error('[cost] wrote bench/results/cost.json and bench/results/cost.md');
   } finally {
     await scratch.stop();

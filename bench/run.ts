@@ -1,9 +1,11 @@
 /**
- * `npm run bench [-- --quick] [-- --reps N] [-- --systems spool,pg-boss]`:
+ * `npm run bench [-- --quick] [-- --reps N] [-- --systems spool,pg-boss] [-- --scenarios S3,S8,S9]`:
  * starts its own embedded PostgreSQL (default durability), runs docs/design.md §7's
- * scenarios S1–S7 for Spool, graphile-worker, pg-boss and plain SQL, and
- * writes bench/results/latest.json and BENCHMARKS.md. With `--cost` it
- * measures per-job database cost instead (bench/cost.ts).
+ * scenarios S1–S9 for Spool, graphile-worker, pg-boss and plain SQL, and
+ * writes bench/results/latest.json, bench/results/s9-series.json (when S9 ran)
+ * and BENCHMARKS.md. `--scenarios` takes scenario ids (S3 stands for S3-1w
+ * and S3-2w). S9's phases and rate come from the environment (bench/NOTES.md).
+ * With `--cost` it measures per-job database cost instead (bench/cost.ts).
  */
 import { execFileSync } from 'node:child_process';
 import { mkdirSync, writeFileSync } from 'node:fs';
@@ -12,12 +14,13 @@ import pg from 'pg';
 import { startScratchPostgres } from '../test-support/scratch-postgres.js';
 import { holdXmin } from './lib/hold-xmin.js';
 import { renderReport } from './lib/report.js';
-import { Results } from './lib/results.js';
+import { Results, type Metric } from './lib/results.js';
+import { runSteady, steadyPlan, type SteadyOutcome } from './lib/steady.js';
 import { GraphileSystem } from './systems/graphile.js';
 import { PgBossSystem } from './systems/pgboss.js';
 import { PlainSqlSystem } from './systems/plain.js';
 import { NotAvailable, SpoolSystem } from './systems/spool.js';
-import type { BenchSystem, Sizes } from './systems/system.js';
+import { isQueueSystem, type BenchSystem, type QueueSystem, type Sizes } from './systems/system.js';
 
 const argv = process.argv.slice(2);
 const quick = argv.includes('--quick');
@@ -27,20 +30,36 @@ const flag = (name: string) => {
 };
 const reps = Number(flag('reps') ?? 3);
 const only = flag('systems')?.split(',');
+const scenarios = flag('scenarios')?.split(',').map((x) => x.trim().toUpperCase()).filter(Boolean);
+/** Whether `--scenarios` selects `id` (S3 selects S3-1w and S3-2w). */
+const wanted = (id: string) => !scenarios || scenarios.some((x) => id.toUpperCase() === x || id.toUpperCase().startsWith(`${x}-`));
 // --profile: load pg_stat_statements and write each database's costliest statements to bench/results/profile.md.
 const profile = argv.includes('--profile');
 
 const SIZES: Sizes = quick
-  ? { singleJobs: 300, singleCallers: 8, bulkJobs: 5_000, bulkBatch: 1000, drainJobs: 5_000, latencyRate: 200, latencySeconds: 1, retainedFinished: 20_000 }
-  : { singleJobs: 8_000, singleCallers: 8, bulkJobs: 100_000, bulkBatch: 1000, drainJobs: 100_000, latencyRate: 200, latencySeconds: 15, retainedFinished: 1_000_000 };
+  ? { singleJobs: 300, singleCallers: 8, bulkJobs: 5_000, bulkBatch: 1000, drainJobs: 5_000, latencyRate: 200, latencySeconds: 1, retainedFinished: 20_000, scheduledJobs: 20_000 }
+  : { singleJobs: 8_000, singleCallers: 8, bulkJobs: 100_000, bulkBatch: 1000, drainJobs: 100_000, latencyRate: 200, latencySeconds: 15, retainedFinished: 1_000_000, scheduledJobs: 1_000_000 };
+/** S8: the future jobs are due an hour from now or later, so none comes due during the run. */
+const SCHEDULED_AHEAD_S = 3600;
+const STEADY = steadyPlan(quick);
+/** S8 and S9 run for these (spool-grpc is a transport variant of spool; plain SQL has no scheduling or workers). */
+const QUEUE_SYSTEMS = ['spool', 'graphile-worker', 'pg-boss'];
 
 const PG_SETTINGS = ['server_version', 'fsync', 'synchronous_commit', 'full_page_writes', 'wal_level', 'shared_buffers', 'work_mem', 'maintenance_work_mem',
   'effective_cache_size', 'max_wal_size', 'checkpoint_timeout', 'max_connections', 'autovacuum', 'jit', 'random_page_cost'];
 
 const results = new Results();
 const notes: string[] = [];
+const steadyRuns: (SteadyOutcome & { system: string; rep: number })[] = [];
+
+/** The rows S9 writes (a failed run notes each of them). */
+const S9_ROWS: [string, Metric][] = [
+  ...(['clean', 'held', 'recovery'] as const).flatMap((p) => (['offered_per_s', 'completion_ratio', 'backlog_growth', 'backlog_slope', 'p50_ms', 'p99_ms', 'enqueue_p99_ms'] as const).map((m): [string, Metric] => [`S9-${p}`, m])),
+  ['S9', 'p99_ratio'], ['S9', 'recovery_s'], ['S9', 'recovered'],
+];
 
 async function measure(system: string, scenario: string, fn: () => Promise<void>): Promise<void> {
+  if (!wanted(scenario)) return;
   const started = Date.now();
   try {
     await fn();
@@ -49,6 +68,10 @@ async function measure(system: string, scenario: string, fn: () => Promise<void>
     const reason = err instanceof NotAvailable ? err.message : `failed: ${err instanceof Error ? err.message.split('\n')[0] : String(err)}`;
     if (!(err instanceof NotAvailable)) console.error(err);
     console.error(`  ${system} ${scenario}: ${reason}`);
+    if (scenario === 'S9') {
+      for (const [sc, m] of S9_ROWS) results.note(system, sc, m, reason);
+      return;
+    }
     const metrics = scenario === 'S4' ? (['p50_ms', 'p95_ms', 'p99_ms', 'max_ms'] as const) : (['jobs_per_s'] as const);
     for (const m of metrics) results.note(system, scenario, m, reason);
   }
@@ -88,7 +111,41 @@ async function runSystem(sys: BenchSystem): Promise<void> {
     await sys.reset();
     results.addLatency(name, 'S4', await sys.latency(SIZES.latencyRate, SIZES.latencySeconds));
   });
+  if (isQueueSystem(sys) && QUEUE_SYSTEMS.includes(name)) await runQueueScenarios(sys);
   if (sys instanceof SpoolSystem && sys.name === 'spool') await runSpoolOnly(sys);
+}
+
+/** S8 (scheduled jobs waiting) and S9 (steady rate under a held transaction), for Spool and both peers. */
+async function runQueueScenarios(sys: QueueSystem): Promise<void> {
+  const name = sys.name;
+  await measure(name, 'S8', async () => {
+    await sys.reset();
+    await sys.preloadScheduled(SIZES.scheduledJobs, SIZES.bulkBatch, SCHEDULED_AHEAD_S);
+    await sys.preload(SIZES.drainJobs, SIZES.bulkBatch);
+    results.add(name, 'S8', 'jobs_per_s', await sys.drain(SIZES.drainJobs, 1));
+  });
+  await measure(name, 'S9', async () => {
+    await sys.reset();
+    const o = await runSteady(sys, STEADY, (line) => console.error(`    ${name} S9 ${line}`));
+    for (const p of o.phases) {
+      const sc = `S9-${p.phase}`;
+      results.add(name, sc, 'offered_per_s', p.offeredPerS);
+      results.add(name, sc, 'completion_ratio', p.completionRatio);
+      results.add(name, sc, 'backlog_growth', p.backlogEnd - p.backlogStart);
+      results.add(name, sc, 'backlog_slope', p.backlogSlope);
+      results.add(name, sc, 'p50_ms', p.p50Ms);
+      results.add(name, sc, 'p99_ms', p.p99Ms);
+      results.add(name, sc, 'enqueue_p99_ms', p.enqueueP99Ms);
+      console.error(`    ${name} S9 ${p.phase}: offered ${p.offeredPerS.toFixed(0)}/s, completed ${(p.completionRatio * 100).toFixed(1)}%, backlog ${p.backlogStart} → ${p.backlogEnd} (max ${p.backlogMax}, slope ${p.backlogSlope.toFixed(2)}/s), pickup p50 ${p.p50Ms.toFixed(1)} ms, p99 ${p.p99Ms.toFixed(1)} ms (of which enqueue call p50 ${p.enqueueP50Ms.toFixed(1)}, p99 ${p.enqueueP99Ms.toFixed(1)} ms)`);
+    }
+    const [clean, held] = o.phases;
+    results.add(name, 'S9', 'p99_ratio', held!.p99Ms / clean!.p99Ms);
+    // Not recovered within the recovery phase: the phase's length stands in, and `recovered` says so.
+    results.add(name, 'S9', 'recovery_s', o.recoveryS ?? STEADY.recoveryS);
+    results.add(name, 'S9', 'recovered', o.recoveryS == null ? 0 : 1);
+    console.error(`    ${name} S9: held transaction ${o.heldFromS.toFixed(1)}–${o.heldToS.toFixed(1)} s; p99 back within ${STEADY.recoveredWithin}× clean ${o.recoveryS == null ? `not within ${STEADY.recoveryS} s` : `after ${o.recoveryS.toFixed(1)} s`}${o.unstarted ? `; ${o.unstarted} jobs never started` : ''}`);
+    steadyRuns.push({ system: name, rep: results.rep, ...o });
+  });
 }
 
 /** S6 and S7 compare Spool with itself (docs/design.md §7), so they run for Spool only. */
@@ -164,6 +221,7 @@ async function main(): Promise<void> {
       }
     }
     for (let rep = 1; rep <= reps; rep++) {
+      results.rep = rep;
       for (const sys of ready) {
         console.error(`[bench] repetition ${rep}/${reps}: ${sys.name}`);
         await runSystem(sys);
@@ -179,6 +237,7 @@ async function main(): Promise<void> {
     const resultsDir = new URL('./results/', import.meta.url);
     mkdirSync(resultsDir, { recursive: true });
     writeFileSync(new URL('latest.json', resultsDir), JSON.stringify(rows, null, 2) + '\n');
+    if (steadyRuns.length) writeFileSync(new URL('s9-series.json', resultsDir), JSON.stringify(steadyRuns, null, 1) + '\n');
     const report = renderReport(rows, {
       command: `npm run bench${argv.length ? ` -- ${argv.join(' ')}` : ''}`,
       quick,
@@ -186,6 +245,7 @@ async function main(): Promise<void> {
       startedAt,
       durationS: (Date.now() - startedAt.getTime()) / 1000,
       sizes: { ...SIZES },
+      steady: STEADY,
       versions,
       machine: machine(),
       pgSettings,
@@ -193,7 +253,7 @@ async function main(): Promise<void> {
       notes,
     });
     writeFileSync(new URL('../BENCHMARKS.md', import.meta.url), report + '\n');
-    console.error(`[bench] wrote bench/results/latest.json and BENCHMARKS.md in ${Math.round((Date.now() - startedAt.getTime()) / 1000)} s`);
+    console.error(`[bench] wrote bench/results/latest.json${steadyRuns.length ? ', bench/results/s9-series.json' : ''} and BENCHMARKS.md in ${Math.round((Date.now() - startedAt.getTime()) / 1000)} s`);
   } finally {
     for (const sys of ready) await sys.teardown().catch((err) => console.error(`[bench] ${sys.name} teardown`, err));
     await scratch.stop();

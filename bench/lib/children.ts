@@ -1,12 +1,14 @@
 import { fork, type ChildProcess } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
+import { nowMs } from './http.js';
 
 /** Messages bench worker processes send to the harness. */
 export type WorkerMessage =
   | { type: 'ready' }
   | { type: 'started' }
   | { type: 'done'; n: number }
-  | { type: 'latency'; values: number[] }
+  /** Enqueue-to-start latencies (ms) and, in `at`, the matching enqueue stamps (nowMs()). */
+  | { type: 'latency'; values: number[]; at: number[] }
   | { type: 'error'; message: string };
 
 /**
@@ -19,6 +21,10 @@ export class WorkerGroup {
   readonly #children: ChildProcess[] = [];
   completed = 0;
   readonly latencies: number[] = [];
+  /** Enqueue stamp of each latency in `latencies`, same order (S9 buckets them by enqueue time). */
+  readonly enqueuedAt: number[] = [];
+  /** Completion reports as they arrived: [nowMs() at arrival, jobs]; reports come at most 20 ms after the fact. */
+  readonly doneLog: [number, number][] = [];
   #waiters: { target: number; resolve: () => void }[] = [];
   #started = 0;
   #onStarted: (() => void) | null = null;
@@ -57,13 +63,17 @@ export class WorkerGroup {
       if (this.#started >= this.#children.length) this.#onStarted?.();
     } else if (m.type === 'done') {
       this.completed += m.n;
+      this.doneLog.push([nowMs(), m.n]);
       this.#waiters = this.#waiters.filter((w) => {
         if (this.completed < w.target) return true;
         w.resolve();
         return false;
       });
     } else if (m.type === 'latency') {
-      this.latencies.push(...m.values);
+      for (let i = 0; i < m.values.length; i++) {
+        this.latencies.push(m.values[i]!);
+        this.enqueuedAt.push(m.at[i]!);
+      }
     } else if (m.type === 'error') {
       this.#fail(new Error(m.message));
     }
@@ -116,14 +126,16 @@ export class WorkerGroup {
 }
 
 /** The child side: reports completions and latencies at most every 20 ms. */
-export function workerReporter(): { started(): void; done(n: number): void; latency(ms: number): void; error(err: unknown): void; flush(): void } {
+export function workerReporter(): { started(): void; done(n: number): void; latency(enqueuedAt: number, startedAt?: number): void; error(err: unknown): void; flush(): void } {
   let done = 0;
   let latencies: number[] = [];
+  let at: number[] = [];
   const flush = () => {
     if (done > 0) process.send?.({ type: 'done', n: done });
-    if (latencies.length > 0) process.send?.({ type: 'latency', values: latencies });
+    if (latencies.length > 0) process.send?.({ type: 'latency', values: latencies, at });
     done = 0;
     latencies = [];
+    at = [];
   };
   setInterval(flush, 20).unref();
   return {
@@ -133,8 +145,10 @@ export function workerReporter(): { started(): void; done(n: number): void; late
     done(n) {
       done += n;
     },
-    latency(ms) {
-      latencies.push(ms);
+    /** The job's enqueue stamp (its payload's `t`, nowMs() at the producer) and when it started here. */
+    latency(enqueuedAt, startedAt = nowMs()) {
+      latencies.push(startedAt - enqueuedAt);
+      at.push(enqueuedAt);
     },
     error(err) {
       process.send?.({ type: 'error', message: err instanceof Error ? err.stack ?? err.message : String(err) });

@@ -2,13 +2,14 @@ import { installedVersion } from '../lib/version.js';
 import pg from 'pg';
 import { PgBoss } from 'pg-boss';
 import { WorkerGroup } from '../lib/children.js';
+import { holdXmin } from '../lib/hold-xmin.js';
 import { nowMs } from '../lib/http.js';
-import { concurrentCalls, paced, until, type BenchSystem } from './system.js';
+import { concurrentCalls, futureDue, paced, until, type QueueSystem } from './system.js';
 
 const QUEUE = 'bench';
 
 /** pg-boss: send (S1) / insert (S2) from the harness, worker processes with batch fetches and NOTIFY wakeups. */
-export class PgBossSystem implements BenchSystem {
+export class PgBossSystem implements QueueSystem {
   readonly name = 'pg-boss';
   readonly configuration = 'queue with notify; worker processes with useListenNotify, batchSize 100, localConcurrency 2, burstWhenBatchFull, pollingIntervalSeconds 0.5; send (S1), insert (S2)';
   readonly #url: string;
@@ -59,8 +60,18 @@ export class PgBossSystem implements BenchSystem {
     await this.enqueueBulk(jobs, batch);
   }
 
+  async preloadScheduled(jobs: number, batch: number, aheadS: number): Promise<void> {
+    const from = Date.now();
+    for (let offset = 0; offset < jobs; offset += batch) {
+      await this.#boss.insert(QUEUE, Array.from({ length: Math.min(batch, jobs - offset) }, (_, k) => ({ data: { i: offset + k }, startAfter: futureDue(offset + k, aheadS, from) })));
+    }
+    await this.#pool.query('VACUUM (ANALYZE) pgboss.job');
+  }
+
+  /** Nothing due is left (S8's future jobs wait in 'created' an hour ahead; job_i14 serves the start_after bound). */
   async #done(): Promise<boolean> {
-    const r = await this.#pool.query("SELECT NOT EXISTS (SELECT 1 FROM pgboss.job WHERE name = $1 AND state IN ('created', 'retry', 'active')) AS done", [QUEUE]);
+    const r = await this.#pool.query(`SELECT NOT EXISTS (SELECT 1 FROM pgboss.job WHERE name = $1 AND state IN ('created', 'retry', 'active')
+                                                          AND start_after < now() + interval '30 minutes') AS done`, [QUEUE]);
     return r.rows[0].done as boolean;
   }
 
@@ -90,6 +101,22 @@ export class PgBossSystem implements BenchSystem {
     } finally {
       await group.stop();
     }
+  }
+
+  async steadyWorkers(concurrency: number, processes: number): Promise<WorkerGroup> {
+    // Two fetch loops per process, each taking up to half the process' share: `concurrency` jobs in flight in total.
+    const each = Math.max(2, Math.round(concurrency / processes));
+    const group = await WorkerGroup.start('pgboss-worker.ts', processes, { DATABASE_URL: this.#url, QUEUE, LOOPS: '2', BATCH: String(Math.ceil(each / 2)) });
+    await group.goAndWaitStarted();
+    return group;
+  }
+
+  async enqueueStamped(t: number): Promise<void> {
+    await this.#boss.send(QUEUE, { t });
+  }
+
+  holdXmin(): Promise<{ end(): Promise<void> }> {
+    return holdXmin(this.#url, 'pgboss.version');
   }
 
   async teardown(): Promise<void> {

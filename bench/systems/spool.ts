@@ -7,8 +7,9 @@ import { fileURLToPath } from 'node:url';
 import { createPool, jobInsertMany, organizationCreate, type Db } from '@spool/engine';
 import { grpcClient, toStruct, type GrpcTestClient } from '../../test-support/grpc.js';
 import { WorkerGroup } from '../lib/children.js';
+import { holdXmin } from '../lib/hold-xmin.js';
 import { JsonClient, nowMs } from '../lib/http.js';
-import { concurrentCalls, paced, sleep, until, type BenchSystem } from './system.js';
+import { concurrentCalls, futureDue, paced, sleep, until, type QueueSystem } from './system.js';
 
 const root = fileURLToPath(new URL('../../', import.meta.url));
 const QUEUE = 'bench';
@@ -36,7 +37,7 @@ export type Transport = 'http' | 'grpc';
  * With the `grpc` transport, single enqueues and workers use spooled.v1 gRPC
  * instead (bulk loads stay on HTTP: gRPC has no bulk enqueue).
  */
-export class SpoolSystem implements BenchSystem {
+export class SpoolSystem implements QueueSystem {
   readonly name: string;
   readonly configuration: string;
   readonly #transport: Transport;
@@ -131,10 +132,14 @@ export class SpoolSystem implements BenchSystem {
   }
 
   async enqueueBulk(jobs: number, batch: number): Promise<number> {
+    return this.#bulk(jobs, batch, (i) => ({ payload: { i } }));
+  }
+
+  async #bulk(jobs: number, batch: number, item: (i: number) => { payload: unknown; scheduled_at?: string }): Promise<number> {
     // The contract caps /jobs/bulk at 100 items; a server that refuses 1,000
     // gets the same 1,000 as 10 concurrent requests of 100.
     let split = false;
-    const send = async (items: { payload: unknown }[]) => {
+    const send = async (items: { payload: unknown; scheduled_at?: string }[]) => {
       const res = await this.#client.post('/api/v1/jobs/bulk', { queue_name: QUEUE, jobs: items });
       if (res.status === 404) throw new NotAvailable('POST /api/v1/jobs/bulk is not implemented yet');
       if (res.status === 400 && items.length > 100) return false;
@@ -143,10 +148,10 @@ export class SpoolSystem implements BenchSystem {
     };
     const started = performance.now();
     for (let offset = 0; offset < jobs; offset += batch) {
-      const items = Array.from({ length: Math.min(batch, jobs - offset) }, (_, k) => ({ payload: { i: offset + k } }));
+      const items = Array.from({ length: Math.min(batch, jobs - offset) }, (_, k) => item(offset + k));
       if (!split && (await send(items))) continue;
       split = true;
-      const chunks: { payload: unknown }[][] = [];
+      const chunks: (typeof items)[] = [];
       for (let k = 0; k < items.length; k += 100) chunks.push(items.slice(k, k + 100));
       await Promise.all(chunks.map(send));
     }
@@ -172,6 +177,13 @@ export class SpoolSystem implements BenchSystem {
     }
   }
 
+  async preloadScheduled(jobs: number, batch: number, aheadS: number): Promise<void> {
+    const from = Date.now();
+    await this.#bulk(jobs, batch, (i) => ({ payload: { i }, scheduled_at: futureDue(i, aheadS, from).toISOString() }));
+    await this.db.query('VACUUM (ANALYZE) spool.jobs');
+  }
+
+  /** Jobs left to drain; scheduled jobs are not pending, so S8's future jobs do not count. */
   async #remaining(): Promise<boolean> {
     const r = await this.db.query(`SELECT EXISTS (SELECT 1 FROM spool.jobs WHERE status = 'pending' AND dependencies_met IS NOT FALSE)
                                       OR EXISTS (SELECT 1 FROM spool.jobs WHERE status = 'processing') AS busy`);
@@ -209,6 +221,23 @@ export class SpoolSystem implements BenchSystem {
     } finally {
       await group.stop();
     }
+  }
+
+  async steadyWorkers(concurrency: number, processes: number): Promise<WorkerGroup> {
+    await this.#checkWorkerApi();
+    // Claims of up to 8 (four in flight for 32): a steady trickle fills small claims, as in S4.
+    const each = Math.max(1, Math.round(concurrency / processes));
+    const group = await WorkerGroup.start(this.#workerScript, processes, { ...this.#workerEnv, LOOPS: '4', CONCURRENCY: String(each), BATCH: String(Math.max(1, Math.ceil(each / 4))), WAIT_MS: '5000' });
+    await group.goAndWaitStarted();
+    return group;
+  }
+
+  enqueueStamped(t: number): Promise<void> {
+    return this.#enqueueOne({ t });
+  }
+
+  holdXmin(): Promise<{ end(): Promise<void> }> {
+    return holdXmin(this.#databaseUrl);
   }
 
   async teardown(): Promise<void> {

@@ -1,3 +1,4 @@
+import type { WorkerGroup } from '../lib/children.js';
 import { nowMs } from '../lib/http.js';
 
 /** Sizes of one run (full or --quick). */
@@ -10,6 +11,8 @@ export interface Sizes {
   latencyRate: number;
   latencySeconds: number;
   retainedFinished: number;
+  /** S8: future-scheduled jobs waiting in the drained queue. */
+  scheduledJobs: number;
 }
 
 /** What each system under test implements; every method measures one scenario. */
@@ -33,6 +36,32 @@ export interface BenchSystem {
   /** S4: enqueue-to-start latencies (ms) at `rate` jobs/s for `seconds`, one idle worker process. */
   latency(rate: number, seconds: number): Promise<number[]>;
   teardown(): Promise<void>;
+}
+
+/** A queue system with scheduled jobs, worker concurrency and a database to hold a transaction on: S8 and S9. */
+export interface QueueSystem extends BenchSystem {
+  /**
+   * S8's fixture (untimed): `jobs` jobs in the drained queue, due `aheadS`
+   * seconds from now or later (spread over the following day), loaded through
+   * the system's bulk path, then VACUUM ANALYZEd like a table that has held
+   * them for a while. The drain's end probe ignores them.
+   */
+  preloadScheduled(jobs: number, batch: number, aheadS: number): Promise<void>;
+  /** S9: worker processes running `concurrency` jobs at once in total, started and consuming. */
+  steadyWorkers(concurrency: number, processes: number): Promise<WorkerGroup>;
+  /** S9: one single enqueue whose payload carries `t`, the enqueue stamp (nowMs()). */
+  enqueueStamped(t: number): Promise<void>;
+  /** S9: another session of the system's database opens a transaction with an xid and a snapshot and sits idle. */
+  holdXmin(): Promise<{ end(): Promise<void> }>;
+}
+
+export function isQueueSystem(sys: BenchSystem): sys is QueueSystem {
+  return 'steadyWorkers' in sys;
+}
+
+/** Due times for S8: `aheadS` from now, then one a second, wrapping after a day. */
+export function futureDue(i: number, aheadS: number, from = Date.now()): Date {
+  return new Date(from + (aheadS + (i % 86_400)) * 1000);
 }
 
 /** Runs `callers` loops that together call `fn` `jobs` times; returns calls per second. */

@@ -24,7 +24,7 @@ await boss.work<{ t?: number }>(process.env.QUEUE ?? 'bench', {
   pollingIntervalSeconds: 0.5,
 }, async (jobs) => {
   const started = nowMs();
-  for (const job of jobs) if (typeof job.data?.t === 'number') report.latency(started - job.data.t);
+  for (const job of jobs) if (typeof job.data?.t === 'number') report.latency(job.data.t, started);
   report.done(jobs.length);
 });
 report.started();

@@ -10,7 +10,6 @@
 import { randomUUID } from 'node:crypto';
 import type { ClientReadableStream, ServiceError } from '@grpc/grpc-js';
 import { fromStruct, grpcClient } from '../../test-support/grpc.js';
-import { nowMs } from '../lib/http.js';
 import { onControl, workerReporter } from '../lib/children.js';
 
 const queueName = process.env.QUEUE ?? 'bench';
@@ -28,7 +27,7 @@ function consume(): Promise<void> {
     streams.push(stream);
     stream.on('data', (job: StreamedJob) => {
       const t = fromStruct(job.payload)?.t;
-      if (typeof t === 'number') report.latency(nowMs() - t);
+      if (typeof t === 'number') report.latency(t);
       client.call('queue', 'Complete', { jobId: job.id, workerId, leaseId: job.leaseId })
         .then((answer: { success: boolean }) => {
           if (!answer.success) throw new Error(`Complete of ${job.id} was refused`);

@@ -5,7 +5,6 @@
  * does by default; only the numbers below are the bench's.
  */
 import { SpoolClient, Worker } from '@spool/sdk';
-import { nowMs } from '../lib/http.js';
 import { onControl, workerReporter } from '../lib/children.js';
 
 const queue = process.env.QUEUE ?? 'bench';
@@ -26,7 +25,7 @@ const worker = new Worker<{ t?: number }>(client, {
 });
 worker.handle(async () => null);
 worker.on('started', (job) => {
-  if (typeof job.payload?.t === 'number') report.latency(nowMs() - job.payload.t);
+  if (typeof job.payload?.t === 'number') report.latency(job.payload.t);
 });
 worker.on('completed', () => report.done(1));
 worker.on('error', (err) => report.error(err));

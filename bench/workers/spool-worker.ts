@@ -42,7 +42,7 @@ async function loop(): Promise<void> {
     const jobs = res.body.jobs;
     if (jobs.length === 0) continue;
     const started = nowMs();
-    for (const job of jobs) if (typeof job.payload?.t === 'number') report.latency(started - job.payload.t);
+    for (const job of jobs) if (typeof job.payload?.t === 'number') report.latency(job.payload.t, started);
     await complete(jobs);
     report.done(jobs.length);
   }

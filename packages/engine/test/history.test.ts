@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import {
   dlqPurge, jobCancelMany, jobClaim, jobCompleteMany, jobExpire, jobFailMany, jobInsertMany, jobPromoteScheduled, jobReleaseWorker,
-  jobHistory, jobRescueExpired, jobRetryMany, queueConfigUpsert,
+  historyTail, jobHistory, jobRescueExpired, jobRetryMany, queueConfigUpsert,
 } from '@spool/engine';
 import { createOrganization, createTestDatabase, type TestDatabase } from '../../../test-support/db.js';
 import { claimOne, expireLease, historyOf, insertJob, type HistoryRow } from './helpers.js';
@@ -210,5 +210,20 @@ describe('job_history', () => {
       ]);
       assert.deepEqual(timeline.map((e) => e.id), (await historyOf(t.pool, job.id)).map((e) => e.id), 'the timeline carries the event ids');
     }
+  });
+
+  it('a tail read stops at about its limit of events, however many jobs its rows hold', async () => {
+    const start = Number((await t.pool.query('SELECT coalesce(max(id), 0) AS id FROM spool.job_history')).rows[0].id);
+    for (let batch = 0; batch < 5; batch++) {
+      await jobInsertMany(t.pool, [1, 2, 3, 4].map((n) => ({ organizationId: org, queueName: 'h-tail', payload: { batch, n } })));
+    }
+    const read = await historyTail(t.pool, start, [], 10);
+    const rows = new Set(read.events.map((e) => e.log_id));
+    assert.equal(rows.size, 3, 'rows while fewer than 10 events came before them');
+    assert.equal(read.events.length, 12);
+    assert.deepEqual(read.events.map((e) => e.id), [...read.events.map((e) => e.id)].sort((a, b) => a - b), 'in event order');
+    const one = await historyTail(t.pool, start, [], 1);
+    assert.equal(new Set(one.events.map((e) => e.log_id)).size, 1, 'the first row always comes, whole');
+    assert.equal(one.events.length, 4);
   });
 });

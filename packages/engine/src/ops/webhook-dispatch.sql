@@ -6,8 +6,13 @@
 -- routine transitions holds many jobs' events (migration 021), each with its
 -- own event id (row id × 1024 + position). Returns the row ids read and the
 -- snapshot bounds that settle gaps.
+-- At most $3 rows, and rows only while the events before them are fewer
+-- than $3 (the first row always): about $3 events per transaction.
 WITH batch AS (
-  (SELECT * FROM spool.job_history WHERE id > $1 ORDER BY id LIMIT $3)
+  (SELECT (x.h).* FROM (
+     SELECT h, sum(coalesce(cardinality(h.job_ids), 1)) OVER (ORDER BY h.id) - coalesce(cardinality(h.job_ids), 1) AS before
+     FROM spool.job_history h WHERE h.id > $1 ORDER BY h.id LIMIT $3
+   ) x WHERE x.before < $3)
   UNION ALL
   (SELECT * FROM spool.job_history WHERE id = ANY($2::bigint[]) AND id <= $1)
 ),
@@ -70,6 +75,7 @@ completion AS (
   RETURNING 1
 )
 SELECT (SELECT coalesce(array_agg(id), '{}') FROM batch) AS ids,
+       (SELECT count(*) FROM expanded WHERE id >= ($1::bigint + 1) * 1024)::int AS events,
        pg_snapshot_xmin(pg_current_snapshot())::text AS snapshot_xmin,
        pg_snapshot_xmax(pg_current_snapshot())::text AS snapshot_xmax,
        (SELECT count(*) FROM subscribed)::int + (SELECT count(*) FROM completion)::int AS created;

@@ -176,8 +176,8 @@ const DISPATCHED_LOGS: Record<string, { read: Statement; consumed: (c: Consumers
 /**
  * Reads the next stretch of each log (job history, event log) into
  * deliveries, under its cursor row's lock (a log whose row another process
- * holds is skipped), in one transaction. Returns how many log rows were
- * read and deliveries created.
+ * holds is skipped), in one transaction. Returns how many new events were
+ * read (about `limit` at most) and deliveries created.
  *
  * A log nothing consumes (no enabled webhook, and for the job history no
  * job with a completion_webhook) is not read: its cursor moves to the log's
@@ -209,12 +209,13 @@ export async function webhookDispatch(db: Db, limit = 1000): Promise<{ read: num
       }
       const cursor = new HistoryCursor({ scannedTo: state.scanned_to, gaps: state.gaps });
       const before = cursor.scannedTo;
-      const [row] = await run<{ ids: number[]; snapshot_xmin: string; snapshot_xmax: string; created: number }>(client, log.read, [before, cursor.gapIds(), limit]);
+      const [row] = await run<{ ids: number[]; events?: number; snapshot_xmin: string; snapshot_xmax: string; created: number }>(client, log.read, [before, cursor.gapIds(), limit]);
       const ids = row!.ids.map(Number);
       cursor.advance(ids, BigInt(row!.snapshot_xmin), BigInt(row!.snapshot_xmax));
       const next = cursor.toState();
       if (next.scannedTo !== before || JSON.stringify(next.gaps) !== JSON.stringify(state.gaps)) await saveCursor(client, state.name, next);
-      total.read += ids.filter((id) => id > before).length;
+      // New events read: a job history row may hold many (the read stops at about `limit` of them).
+      total.read += row!.events ?? ids.filter((id) => id > before).length;
       total.created += row!.created;
     }
     return total;

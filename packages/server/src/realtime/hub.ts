@@ -1,5 +1,5 @@
 import { HistoryCursor, type Db, type Notifier } from '@spool/engine';
-import type { LogName } from './events.js';
+import type { LogName, RealtimeEvent } from './events.js';
 import { LOG_SOURCES, type LogSource } from './logs.js';
 import type { HubBatch } from './position.js';
 
@@ -78,6 +78,16 @@ class LogTail {
     if (this.#cursor) void this.#read();
   }
 
+  /**
+   * Whether a read stopped at its limit (more may follow at once): a log
+   * source returns at most `limit` rows, and of rows holding many events
+   * (the job history's routine rows) only about `limit` events.
+   */
+  static #full(events: RealtimeEvent[], after: number, limit: number): boolean {
+    const fresh = events.filter((e) => e.row > after);
+    return fresh.length >= limit || new Set(fresh.map((e) => e.row)).size >= limit;
+  }
+
   async #warmUp(): Promise<HistoryCursor> {
     try {
       const max = await this.source.maxId(this.#db);
@@ -86,7 +96,7 @@ class LogTail {
         const read = await this.source.tail(this.#db, cursor.scannedTo, cursor.gapIds(), this.#batchSize);
         cursor.advance(read.events.map((e) => e.row), read.xmin, read.xmax);
         this.#lastXmax = read.xmax;
-        if (new Set(read.events.map((e) => e.row)).size < this.#batchSize) break;
+        if (!LogTail.#full(read.events, cursor.scannedTo, this.#batchSize)) break;
       }
       if (this.#active()) {
         this.#cursor = cursor;
@@ -129,7 +139,7 @@ class LogTail {
         if (events.length > 0 || cursor.scannedTo !== before || gaps.join(',') !== gapsBefore) {
           this.#dispatch({ log: this.source.name, events, scannedTo: cursor.scannedTo, gaps });
         }
-        if (new Set(read.events.filter((e) => e.row > before).map((e) => e.row)).size >= this.#batchSize) this.#again = true;
+        if (LogTail.#full(read.events, before, this.#batchSize)) this.#again = true;
       } while (this.#again);
       this.healthy = true;
     } catch (err) {

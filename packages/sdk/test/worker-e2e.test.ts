@@ -153,10 +153,14 @@ async function cancelLatency(queue: string, options: Partial<WorkerOptions>, wai
 
 test('cancelling a running job reaches the handler within a second through the realtime stream, with 10 s heartbeats', async () => {
   const streamed = await cancelLatency('cancel-stream', { leaseSeconds: 30 }, 3000);
-  assert.ok(streamed.ms !== null && streamed.ms < 1000, `signal fired after ${streamed.ms} ms`);
-  assert.ok(streamed.reason instanceof JobCancelledError);
-  await waitFor('cancelled', async () => (await client.jobs.get(streamed.id)).status === 'cancelled');
-  await streamed.w.stop();
+  try {
+    assert.ok(streamed.ms !== null && streamed.ms < 1000, `signal fired after ${streamed.ms} ms`);
+    assert.ok(streamed.reason instanceof JobCancelledError);
+    await waitFor('cancelled', async () => (await client.jobs.get(streamed.id)).status === 'cancelled');
+  } finally {
+    // A worker left running would keep the test process alive.
+    await streamed.w.stop({ graceMs: 0 });
+  }
 
   // The same without the stream waits for the next heartbeat (10 s away): the stream is what was fast.
   const polled = await cancelLatency('cancel-nostream', { leaseSeconds: 30, cancelStream: false }, 1500);

@@ -3,6 +3,7 @@ import type { Queryable } from '../db.js';
 import { run, sqlFile } from '../db.js';
 
 const tail = sqlFile(import.meta.url, './history-tail.sql');
+const rowIds = sqlFile(import.meta.url, './history-rows.sql');
 const replay = sqlFile(import.meta.url, './history-replay.sql');
 
 /**
@@ -51,6 +52,12 @@ export async function historyTail(db: Queryable, after: number, gapIds: number[]
     xmin: BigInt(first.snapshot_xmin),
     xmax: BigInt(first.snapshot_xmax),
   };
+}
+
+/** The ids of the rows after `after` (at most `limit`), with the snapshot's bounds: a reader's starting point. */
+export async function historyRowIds(db: Queryable, after: number, limit: number): Promise<{ ids: number[]; xmin: bigint; xmax: bigint }> {
+  const [row] = await run<{ ids: number[]; snapshot_xmin: string; snapshot_xmax: string }>(db, rowIds, [after, limit]);
+  return { ids: row!.ids.map(Number), xmin: BigInt(row!.snapshot_xmin), xmax: BigInt(row!.snapshot_xmax) };
 }
 
 export interface HistoryReplayParams {

@@ -92,11 +92,12 @@ class LogTail {
     try {
       const max = await this.source.maxId(this.#db);
       const cursor = new HistoryCursor({ scannedTo: Math.max(0, max - WARM_UP_IDS), gaps: [] });
+      // Only where the log stands (rows and gaps), not its events: nobody was listening.
       for (;;) {
-        const read = await this.source.tail(this.#db, cursor.scannedTo, cursor.gapIds(), this.#batchSize);
-        cursor.advance(read.events.map((e) => e.row), read.xmin, read.xmax);
+        const read = await this.source.rowIds(this.#db, cursor.scannedTo, this.#batchSize);
+        cursor.advance(read.ids, read.xmin, read.xmax);
         this.#lastXmax = read.xmax;
-        if (!LogTail.#full(read.events, cursor.scannedTo, this.#batchSize)) break;
+        if (read.ids.length < this.#batchSize) break;
       }
       if (this.#active()) {
         this.#cursor = cursor;

@@ -7,6 +7,7 @@ import {
   eventTail,
   historyMaxId,
   historyReplay,
+  historyRowIds,
   historyTail,
   type Queryable,
 } from '@spool/engine';
@@ -42,6 +43,8 @@ export interface LogSource {
   /** The NOTIFY channel its writers announce new rows on. */
   channel: string;
   maxId(db: Queryable): Promise<number>;
+  /** The ids of the rows after `after` (at most `limit`) with the snapshot bounds: where a reader starts. */
+  rowIds(db: Queryable, after: number, limit: number): Promise<{ ids: number[]; xmin: bigint; xmax: bigint }>;
   /** The events of the rows after `after` (at most `limit` rows) and of the re-read gap rows, with the snapshot bounds. */
   tail(db: Queryable, after: number, gapIds: number[], limit: number): Promise<LogRead>;
   /** One organization's events with ids in (after, upTo] (event ids) plus those of the rows `ids`, oldest first. */
@@ -53,6 +56,7 @@ const history: LogSource = {
   eventsPerRow: HISTORY_EVENTS_PER_ROW,
   channel: JOBS_CHANNEL,
   maxId: historyMaxId,
+  rowIds: historyRowIds,
   async tail(db, after, gapIds, limit) {
     const read = await historyTail(db, after, gapIds, limit);
     return { events: read.events.map(eventFromHistory), xmin: read.xmin, xmax: read.xmax };
@@ -67,6 +71,10 @@ const events: LogSource = {
   eventsPerRow: 1,
   channel: EVENTS_CHANNEL,
   maxId: eventMaxId,
+  async rowIds(db, after, limit) {
+    const read = await eventTail(db, after, [], limit);
+    return { ids: read.events.map((e) => e.id), xmin: read.xmin, xmax: read.xmax };
+  },
   async tail(db, after, gapIds, limit) {
     const read = await eventTail(db, after, gapIds, limit);
     return { events: read.events.map(eventFromLog), xmin: read.xmin, xmax: read.xmax };

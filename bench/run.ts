@@ -11,6 +11,7 @@ import { execFileSync } from 'node:child_process';
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { cpus, loadavg, platform, release, tmpdir, totalmem } from 'node:os';
 import pg from 'pg';
+import { loadJobsAsIs } from '../test-support/job-fixtures.js';
 import { startScratchPostgres } from '../test-support/scratch-postgres.js';
 import { holdXmin } from './lib/hold-xmin.js';
 import { renderReport } from './lib/report.js';
@@ -170,9 +171,9 @@ async function runSpoolOnly(sys: SpoolSystem): Promise<void> {
   });
 }
 
-/** S6 fixture: finished jobs (with their history) in the same queue, loaded in one statement. */
+/** S6 fixture: finished jobs (with their history) in the same queue, loaded in one statement, as they are (job-fixtures.ts). */
 async function retainFinished(sys: SpoolSystem, rows: number): Promise<void> {
-  await sys.db.query(`
+  await loadJobsAsIs(sys.db, (c) => c.query(`
     WITH j AS (
       INSERT INTO spool.jobs (organization_id, queue_name, status, payload, created_at, started_at, completed_at)
       SELECT $1, 'bench', 'completed', jsonb_build_object('i', g), now() - interval '2 hours', now() - interval '1 hour', now() - interval '1 hour'
@@ -180,7 +181,7 @@ async function retainFinished(sys: SpoolSystem, rows: number): Promise<void> {
       RETURNING id, organization_id, queue_name
     )
     INSERT INTO spool.job_history (organization_id, job_id, queue_name, event, from_status, to_status)
-    SELECT organization_id, id, queue_name, 'complete', 'processing', 'completed' FROM j`, [sys.organizationId, rows]);
+    SELECT organization_id, id, queue_name, 'complete', 'processing', 'completed' FROM j`, [sys.organizationId, rows]));
   await sys.db.query('VACUUM (ANALYZE) spool.jobs');
 }
 

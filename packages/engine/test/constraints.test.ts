@@ -1,6 +1,7 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import { createOrganization, createTestDatabase, type TestDatabase } from '../../../test-support/db.js';
+import { loadJobsAsIs } from '../../../test-support/job-fixtures.js';
 
 let t: TestDatabase;
 let org: string;
@@ -11,14 +12,18 @@ before(async () => {
 });
 after(async () => t.drop());
 
-/** Inserts a job row straight into the table, bypassing the engine's operations. */
+/**
+ * Inserts a job row straight into the table, bypassing the engine's operations
+ * and the state machine (a new job starts pending or scheduled: state-machine.test.ts),
+ * so that a row in any status meets the CHECKs here.
+ */
 async function insertRaw(columns: Record<string, unknown>): Promise<void> {
   const row: Record<string, unknown> = { organization_id: org, queue_name: 'raw', status: 'pending', payload: '{}', ...columns };
   const names = Object.keys(row);
-  await t.pool.query(
+  await loadJobsAsIs(t.pool, (c) => c.query(
     `INSERT INTO spool.jobs (${names.join(', ')}) VALUES (${names.map((_, i) => `$${i + 1}`).join(', ')})`,
     Object.values(row),
-  );
+  ));
 }
 
 /** Asserts the insert fails on exactly the named CHECK constraint. */

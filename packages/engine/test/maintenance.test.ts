@@ -3,6 +3,7 @@ import { randomUUID } from 'node:crypto';
 import { after, before, describe, it } from 'node:test';
 import { DlqRetention, jobClaim, jobHistory, jobInsertMany, JobRetention, RevokedTokenPruner, scheduleCreate, ScheduleRunPruner, WorkerLiveness } from '@spool/engine';
 import { createOrganization, createTestDatabase, type TestDatabase } from '../../../test-support/db.js';
+import { loadJobsAsIs } from '../../../test-support/job-fixtures.js';
 import { insertJob } from './helpers.js';
 
 let t: TestDatabase;
@@ -21,7 +22,8 @@ async function job(queue: string, status: string, ageDays: number): Promise<stri
   if (status === 'processing') {
     await t.pool.query(`UPDATE spool.jobs SET status = 'processing', assigned_worker_id = 'w', lease_id = gen_random_uuid(), lease_expires_at = now() + interval '1 hour', created_at = now() - make_interval(days => $2) WHERE id = $1`, [id, ageDays]);
   } else if (status !== 'pending') {
-    await t.pool.query(`UPDATE spool.jobs SET status = $2, completed_at = now() - make_interval(secs => $3::float8 * 86400), created_at = now() - make_interval(secs => $3::float8 * 86400 + 60) WHERE id = $1`, [id, status, ageDays]);
+    // Finished at a chosen time, straight from pending (no operation makes that move, nor reaches failed).
+    await loadJobsAsIs(t.pool, (c) => c.query(`UPDATE spool.jobs SET status = $2, completed_at = now() - make_interval(secs => $3::float8 * 86400), created_at = now() - make_interval(secs => $3::float8 * 86400 + 60) WHERE id = $1`, [id, status, ageDays]));
     if (status === 'deadletter') await t.pool.query(`INSERT INTO spool.dead_letter_queue (organization_id, job_id, queue_name, payload, retry_count) VALUES ($1, $2, $3, '{}', 3)`, [org, id, queue]);
   } else {
     await t.pool.query(`UPDATE spool.jobs SET created_at = now() - make_interval(days => $2) WHERE id = $1`, [id, ageDays]);

@@ -36,7 +36,7 @@ describe('jobs and their organization', () => {
     const org = await createOrganization(t.pool);
     const other = await createOrganization(t.pool);
     await jobInsertMany(t.pool, [{ organizationId: org, queueName: 'gone', payload: {} }, { organizationId: other, queueName: 'kept', payload: {} }]);
-    await t.pool.query("UPDATE spool.jobs SET status = 'completed', completed_at = now() WHERE organization_id = $1", [org]);
+    await t.pool.query("UPDATE spool.jobs SET status = 'cancelled', completed_at = now() WHERE organization_id = $1", [org]);
     assert.deepEqual(await organizationDelete(t.pool, org), { deleted: true, blockers: null });
     assert.equal(await count('SELECT count(*)::int AS n FROM spool.jobs WHERE organization_id = $1', [org]), 0);
     assert.equal(await count('SELECT count(*)::int AS n FROM spool.job_history WHERE organization_id = $1', [org]), 0);

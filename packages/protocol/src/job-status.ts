@@ -1,7 +1,8 @@
 /**
- * The job life cycle, written down once. The database enforces the same set
- * with CHECK constraints (engine migration 001) and docs/state-machine.md
- * draws it.
+ * The job life cycle, written down once: JOB_MOVES is the table of allowed
+ * status changes. The database enforces the same rows (engine migration 022:
+ * spool.job_transitions and the triggers generated from it; a test keeps the
+ * two equal), and docs/state-machine.md draws and lists them.
  */
 export const JOB_STATUSES = [
   'pending',
@@ -29,61 +30,37 @@ export function isTerminal(status: JobStatus): boolean {
   return TERMINAL_STATUSES.includes(status);
 }
 
-/** Every event that moves a job; each one writes a job_history row. */
-export type JobTransition =
-  | 'create'
-  | 'promote' // scheduled -> pending when scheduled_at is reached
-  | 'claim'
-  | 'complete'
-  | 'fail_retry' // failure with retries left -> pending with backoff
-  | 'fail_final' // failure with no retries left -> deadletter
-  | 'lease_expired'
-  | 'release' // worker deregistered or shut down: back to pending without a retry
-  | 'cancel'
-  | 'expire'
-  | 'retry' // manual retry / DLQ replay
-  | 'purge';
+/**
+ * One allowed change of a job's status. `from: null` is a status a new job
+ * may start in. `events` are the job_history events that make the move.
+ */
+export interface JobMove {
+  readonly from: JobStatus | null;
+  readonly to: JobStatus;
+  readonly events: readonly string[];
+}
 
 /**
- * The allowed moves. `next` returns the statuses a transition may lead to
- * from `from`, or an empty list when the move is illegal. The switch is
- * exhaustive: adding a transition without deciding its moves fails to compile.
+ * Every move some operation makes, and nothing else: any other change of
+ * status is refused by the database. No move leads to `failed`: a failure
+ * with no retry left dead-letters the job; `failed` stays a status of the API
+ * contract, and the retry still accepts it.
  */
-export function allowedTargets(from: JobStatus, transition: JobTransition): readonly JobStatus[] {
-  switch (transition) {
-    case 'create':
-      return [];
-    case 'promote':
-      return from === 'scheduled' ? ['pending'] : [];
-    case 'claim':
-      return from === 'pending' ? ['processing'] : [];
-    case 'complete':
-      return from === 'processing' ? ['completed'] : [];
-    case 'fail_retry':
-      return from === 'processing' ? ['pending'] : [];
-    case 'fail_final':
-      return from === 'processing' ? ['deadletter', 'cancelled'] : [];
-    case 'lease_expired':
-      // cancelled: the job's cancellation had been requested before its worker vanished
-      return from === 'processing' ? ['pending', 'deadletter', 'cancelled'] : [];
-    case 'release':
-      return from === 'processing' ? ['pending', 'cancelled'] : [];
-    case 'cancel':
-      return from === 'pending' || from === 'scheduled' ? ['cancelled'] : [];
-    case 'expire':
-      return from === 'pending' || from === 'scheduled' ? ['cancelled'] : [];
-    case 'retry':
-      return from === 'failed' || from === 'deadletter' ? ['pending'] : [];
-    case 'purge':
-      return from === 'deadletter' ? [] : [];
-    default: {
-      const unreachable: never = transition;
-      throw new Error(`unknown transition ${String(unreachable)}`);
-    }
-  }
-}
+export const JOB_MOVES = [
+  { from: null, to: 'pending', events: ['create'] },
+  { from: null, to: 'scheduled', events: ['create'] }, // scheduled_at in the future
+  { from: 'scheduled', to: 'pending', events: ['promote'] },
+  { from: 'pending', to: 'processing', events: ['claim'] },
+  { from: 'processing', to: 'completed', events: ['complete'] },
+  { from: 'processing', to: 'pending', events: ['fail_retry', 'lease_expired', 'release'] },
+  { from: 'processing', to: 'deadletter', events: ['fail_final', 'lease_expired'] },
+  // after a cancel request: the failure, lease expiry or release ends the job cancelled
+  { from: 'processing', to: 'cancelled', events: ['fail_final', 'lease_expired', 'release'] },
+  { from: 'pending', to: 'cancelled', events: ['cancel', 'expire'] },
+  { from: 'scheduled', to: 'cancelled', events: ['cancel', 'expire'] },
+  { from: 'failed', to: 'pending', events: ['retry'] },
+  { from: 'deadletter', to: 'pending', events: ['retry'] }, // manual retry or DLQ replay
+] as const satisfies readonly JobMove[];
 
-/** Initial status of a new job: `scheduled` when it may not run yet. */
-export function initialStatus(scheduledAt: Date | null, now: Date): JobStatus {
-  return scheduledAt !== null && scheduledAt.getTime() > now.getTime() ? 'scheduled' : 'pending';
-}
+/** The job_history events that change a job's status. */
+export type JobTransition = (typeof JOB_MOVES)[number]['events'][number];

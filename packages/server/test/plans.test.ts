@@ -1,6 +1,7 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import { startTestServer, type TestServer } from '../../../test-support/server.js';
+import { loadJobsAsIs } from '../../../test-support/job-fixtures.js';
 
 let server: TestServer;
 before(async () => {
@@ -209,12 +210,12 @@ describe('GET /dashboard', () => {
        WHERE id = (SELECT id FROM spool.jobs WHERE organization_id = $1 AND queue_name = 'beta')`,
       [org.organizationId],
     );
-    await db.query(
+    await loadJobsAsIs(db, (c) => c.query(
       `INSERT INTO spool.jobs (organization_id, queue_name, status, payload, created_at, started_at, completed_at)
        VALUES ($1, 'alpha', 'completed', '{}', now() - interval '10 seconds', now() - interval '8 seconds', now() - interval '5 seconds'),
               ($1, 'alpha', 'deadletter', '{}', now() - interval '2 hours', now() - interval '2 hours', now() - interval '2 hours')`,
       [org.organizationId],
-    );
+    ));
     await db.query("INSERT INTO spool.queue_config (organization_id, queue_name, enabled, paused_at) VALUES ($1, 'gamma', false, now())", [org.organizationId]);
     await db.query("INSERT INTO spool.workers (organization_id, queue_name, hostname, status) VALUES ($1, 'alpha', 'h1', 'healthy'), ($1, 'alpha', 'h2', 'degraded')", [org.organizationId]);
 

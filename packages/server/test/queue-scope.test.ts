@@ -19,6 +19,7 @@ import { OPERATIONS } from '@spool/server';
 import { startTestServer, type TestServer } from '../../../test-support/server.js';
 import { grpcClient, toStruct, type GrpcTestClient } from '../../../test-support/grpc.js';
 import { openSse } from '../../../test-support/sse.js';
+import { loadJobsAsIs } from '../../../test-support/job-fixtures.js';
 import { callRoute, isApiRoute, requestFor, slotsOf, type Route, type RouteCall } from '../../../test-support/route-table.js';
 
 const ALLOWED = 'scope-allowed';
@@ -102,10 +103,10 @@ before(async () => {
   await made('POST', '/api/v1/workflows', { name: 'forbidden workflow', jobs: [{ key: 'a', queue_name: FORBIDDEN, payload: { secret: MARKER } }, { key: 'b', queue_name: FORBIDDEN, payload: {}, depends_on: ['a'] }] });
   await made('POST', '/api/v1/outgoing-webhooks', { name: 'org hook', url: 'http://localhost:9/hook', events: ['job.completed'] });
   const db = server.spool.db;
-  await db.query(
+  await loadJobsAsIs(db, (c) => c.query(
     `INSERT INTO spool.jobs (organization_id, queue_name, status, payload, completed_at, retry_count, last_error) VALUES ($1, $2, 'deadletter', $3, now(), 3, $4)`,
     [server.organizationId, FORBIDDEN, JSON.stringify({ secret: MARKER }), MARKER],
-  );
+  ));
   // Nothing may expire or go stale while the matrix runs.
   await db.query("UPDATE spool.workers SET last_heartbeat = now() + interval '1 hour' WHERE organization_id = $1", [server.organizationId]);
   for (const sql of [

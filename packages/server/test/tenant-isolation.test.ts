@@ -15,6 +15,7 @@ import assert from 'node:assert/strict';
 import { randomBytes, randomUUID } from 'node:crypto';
 import { after, before, describe, it } from 'node:test';
 import { startTestServer, type TestServer } from '../../../test-support/server.js';
+import { loadJobsAsIs } from '../../../test-support/job-fixtures.js';
 import { callRoute, isApiRoute as isApi, pathParams, requestFor, slotsOf, type Kind, type Route, type RouteCall } from '../../../test-support/route-table.js';
 
 /** Routes whose answer depends on a path id by design, not on the caller's organization. */
@@ -111,16 +112,18 @@ async function createFixturesOfA(): Promise<void> {
   aSecrets.push(server.apiKey, key.body.key);
   const token = await server.request('POST', '/api/v1/organizations/webhook-token/regenerate');
   aSecrets.push(token.body.token);
-  await db.query(
-    `INSERT INTO spool.jobs (organization_id, queue_name, status, payload, started_at, lease_id, lease_expires_at, assigned_worker_id)
-     VALUES ($1, 'tenant-a-busy', 'processing', $2, now(), gen_random_uuid(), now() + interval '1 hour', 'tenant-a-worker')`,
-    [a, JSON.stringify({ secret: MARKER })],
-  );
-  const dead = await db.query<{ id: string }>(
-    `INSERT INTO spool.jobs (organization_id, queue_name, status, payload, completed_at, retry_count, last_error)
-     VALUES ($1, 'tenant-a-queue', 'deadletter', $2, now(), 3, $3) RETURNING id`,
-    [a, JSON.stringify({ secret: MARKER }), MARKER],
-  );
+  const dead = await loadJobsAsIs(db, async (c) => {
+    await c.query(
+      `INSERT INTO spool.jobs (organization_id, queue_name, status, payload, started_at, lease_id, lease_expires_at, assigned_worker_id)
+       VALUES ($1, 'tenant-a-busy', 'processing', $2, now(), gen_random_uuid(), now() + interval '1 hour', 'tenant-a-worker')`,
+      [a, JSON.stringify({ secret: MARKER })],
+    );
+    return c.query<{ id: string }>(
+      `INSERT INTO spool.jobs (organization_id, queue_name, status, payload, completed_at, retry_count, last_error)
+       VALUES ($1, 'tenant-a-queue', 'deadletter', $2, now(), 3, $3) RETURNING id`,
+      [a, JSON.stringify({ secret: MARKER }), MARKER],
+    );
+  });
   await db.query(`INSERT INTO spool.dead_letter_queue (organization_id, job_id, queue_name, payload, error, retry_count) VALUES ($1, $2, 'tenant-a-queue', $3, $4, 3)`, [a, dead.rows[0]!.id, JSON.stringify({ secret: MARKER }), MARKER]);
   await db.query(`INSERT INTO spool.queue_config (organization_id, queue_name, enabled, paused_at, pause_reason) VALUES ($1, 'tenant-a-paused', false, now(), $2) ON CONFLICT DO NOTHING`, [a, MARKER]);
   await db.query(`INSERT INTO spool.workers (organization_id, queue_name, hostname, metadata) VALUES ($1, 'tenant-a-queue', 'tenant-a-host', $2)`, [a, JSON.stringify({ secret: MARKER })]);

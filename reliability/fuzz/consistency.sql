@@ -12,26 +12,28 @@ SELECT 'unfinished job with completed_at, or finished one without', id::text
 FROM spool.jobs
 WHERE (status IN ('completed', 'failed', 'deadletter', 'cancelled')) <> (completed_at IS NOT NULL)
 UNION ALL
--- History: every job has a create row, the last transition lands on the
--- current status, and every transition starts where the previous one ended.
+-- History (each job's timeline, as GET /jobs/{id}/history tells it): every
+-- job has a recorded create event (not one told from its columns, id 0), the
+-- last transition lands on the current status, and every transition starts
+-- where the previous one ended.
 SELECT 'job without a create row in its history', j.id::text
 FROM spool.jobs j
-WHERE NOT EXISTS (SELECT 1 FROM spool.job_history h WHERE h.job_id = j.id AND h.event = 'create')
+WHERE NOT EXISTS (SELECT 1 FROM spool.job_timeline(j.organization_id, j.id) t WHERE t.event = 'create' AND t.id > 0)
 UNION ALL
 SELECT 'status ' || j.status || ' but the last transition went to ' || coalesce(last.to_status, 'nothing'), j.id::text
 FROM spool.jobs j
 LEFT JOIN LATERAL (
-  SELECT h.to_status FROM spool.job_history h
-  WHERE h.organization_id = j.organization_id AND h.job_id = j.id AND h.to_status IS NOT NULL
-  ORDER BY h.id DESC LIMIT 1
+  SELECT t.to_status FROM spool.job_timeline(j.organization_id, j.id) t
+  WHERE t.to_status IS NOT NULL
+  ORDER BY t.id DESC LIMIT 1
 ) last ON true
 WHERE last.to_status IS DISTINCT FROM j.status
 UNION ALL
-SELECT 'transition ' || t.event || ' from ' || t.from_status || ' follows one to ' || t.previous, t.job_id::text
-FROM (
-  SELECT h.job_id, h.event, h.from_status,
-         lag(h.to_status) OVER (PARTITION BY h.job_id ORDER BY h.id) AS previous
-  FROM spool.job_history h
+SELECT 'transition ' || t.event || ' from ' || t.from_status || ' follows one to ' || t.previous, j.id::text
+FROM spool.jobs j
+CROSS JOIN LATERAL (
+  SELECT h.event, h.from_status, lag(h.to_status) OVER (ORDER BY h.id) AS previous
+  FROM spool.job_timeline(j.organization_id, j.id) h
   WHERE h.from_status IS NOT NULL OR h.event = 'create'
 ) t
 WHERE t.from_status IS NOT NULL AND t.previous IS NOT NULL AND t.from_status <> t.previous

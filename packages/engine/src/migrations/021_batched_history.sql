@@ -44,6 +44,24 @@ SELECT h.id AS log_id, h.id * 1024 + (e.pos - 1) AS event_id, h.organization_id,
 FROM spool.job_history h
 CROSS JOIN LATERAL unnest(coalesce(h.job_ids, ARRAY[h.job_id]), h.lease_ids) WITH ORDINALITY AS e(job_id, lease_id, pos);
 
+-- The rows after a log position for a reader (history-tail.sql, the realtime
+-- hub; webhook-dispatch.sql): at most max_events rows, and rows only while
+-- the events before them are fewer than max_events (the first row always),
+-- so a read of rows of many jobs stays about max_events events.
+CREATE FUNCTION spool.job_history_after(after_id bigint, max_events integer)
+RETURNS SETOF spool.job_history
+LANGUAGE sql STABLE AS $$
+  SELECT (x.h).*
+  FROM (
+    SELECT h, sum(coalesce(cardinality(h.job_ids), 1)) OVER (ORDER BY h.id) - coalesce(cardinality(h.job_ids), 1) AS before
+    FROM spool.job_history h
+    WHERE h.id > after_id
+    ORDER BY h.id
+    LIMIT max_events
+  ) x
+  WHERE x.before < max_events
+$$;
+
 -- One job's recorded transitions, oldest first: its own rows (the job index)
 -- and its routine events, found in the rows of the statements that made
 -- them at the times the job row keeps. A job completes once (a manual retry

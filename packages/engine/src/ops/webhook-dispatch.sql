@@ -6,13 +6,9 @@
 -- routine transitions holds many jobs' events (migration 021), each with its
 -- own event id (row id × 1024 + position). Returns the row ids read and the
 -- snapshot bounds that settle gaps.
--- At most $3 rows, and rows only while the events before them are fewer
--- than $3 (the first row always): about $3 events per transaction.
+-- About $3 events per transaction (spool.job_history_after, migration 021).
 WITH batch AS (
-  (SELECT (x.h).* FROM (
-     SELECT h, sum(coalesce(cardinality(h.job_ids), 1)) OVER (ORDER BY h.id) - coalesce(cardinality(h.job_ids), 1) AS before
-     FROM spool.job_history h WHERE h.id > $1 ORDER BY h.id LIMIT $3
-   ) x WHERE x.before < $3)
+  (SELECT * FROM spool.job_history_after($1, $3))
   UNION ALL
   (SELECT * FROM spool.job_history WHERE id = ANY($2::bigint[]) AND id <= $1)
 ),

@@ -140,7 +140,7 @@ describe('queue stats rollup', () => {
     const q = 'qs-percentiles';
     const n = 400;
     await jobInsertMany(t.pool, Array.from({ length: n }, () => ({ organizationId: org, queueName: q, payload: {} })));
-    const claimed: { id: string; lease_id: string }[] = [];
+    const claimed: { id: string; lease_id: string | null }[] = [];
     while (claimed.length < n) claimed.push(...await jobClaim(t.pool, { organizationId: org, queueName: q, workerId: 'w', limit: 100, leaseSeconds: 60 }));
     assert.ok((await jobCompleteMany(t.pool, org, claimed.map((j) => ({ id: j.id, workerId: 'w', leaseId: j.lease_id })))).every((o) => o.ok));
     // Job i waited 10·i ms and ran i ms (i = 1..n), as the job rows will tell the rollup.

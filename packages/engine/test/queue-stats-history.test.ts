@@ -18,7 +18,7 @@ import {
   type StatsPoint,
 } from '@spool/engine';
 import { createOrganization, createTestDatabase, type TestDatabase } from '../../../test-support/db.js';
-import { claimOne, expireLease, insertJob } from './helpers.js';
+import { expireLease, insertJob } from './helpers.js';
 
 let t: TestDatabase;
 let org: string;

@@ -18,9 +18,10 @@
 --
 -- Retention without deleting rows: each table is a ring of list partitions
 -- by `slot`, a function of the bucket's time. Minutes: one partition per
--- UTC day, 9 of them (the last 7 days, today and the next one, emptied
--- ahead of time). Hours: one per 10 days, 11 of them (90 to 100 days, the
--- current slice and the next one). The rollup empties the next partition
+-- UTC day, 9 of them (the seven days before today, today, and tomorrow's,
+-- emptied ahead of time). Hours: one per 10-day slice, 11 of them (the nine
+-- slices before the current one, so 90 to 100 days, the current one and
+-- the next one). The rollup empties the next partition
 -- with TRUNCATE before its time comes (queue-stats-rotate.sql), so old rows
 -- go whole: no dead tuples, no vacuum, no index entries to remove, and no
 -- partition to create at run time. Readers select by bucket, never by slot,
@@ -53,7 +54,8 @@ LANGUAGE sql IMMUTABLE PARALLEL SAFE AS $$
   SELECT CASE WHEN ms IS NULL OR ms < 1 THEN 0 ELSE least(256, 1 + floor(4 * ln(ms) / ln(2))::integer) END
 $$;
 
--- Two histograms added bucket by bucket.
+-- Two histograms added bucket by bucket (the rollup's upserts; readers that
+-- merge many rows unnest them all at once instead).
 CREATE FUNCTION spool.stats_hist_add(a bigint[], b bigint[]) RETURNS bigint[]
 LANGUAGE sql IMMUTABLE PARALLEL SAFE AS $$
   SELECT coalesce(array_agg((k << 40) | n ORDER BY k), '{}')
@@ -63,8 +65,6 @@ LANGUAGE sql IMMUTABLE PARALLEL SAFE AS $$
     GROUP BY 1
   ) s
 $$;
-
-CREATE AGGREGATE spool.stats_hist_sum(bigint[]) (SFUNC = spool.stats_hist_add, STYPE = bigint[], INITCOND = '{}');
 
 -- Counts of one bucket. started: every claim (re-runs too); failed: failed
 -- attempts (reported or an expired lease); retried: failed attempts put back

@@ -37,14 +37,19 @@ export class QueueStatsRollup extends LoopService {
       this.count('partitions_emptied', (await queueStatsRotate(this.#db)).length);
       this.#rotatedAt = Date.now();
     }
-    const result = await queueStatsRollup(this.#db, this.#batchSize);
-    this.count('rows_rolled_up', result.rows);
-    this.count('events_rolled_up', result.events);
-    return result.full ? 0 : this.idleMs;
+    return (await this.#rollUp()) ? 0 : this.idleMs;
   }
 
   /** Rolls up everything committed so far (tests, and anything that wants the history current now). */
   async drain(): Promise<void> {
-    while ((await queueStatsRollup(this.#db, this.#batchSize)).full);
+    while (await this.#rollUp());
+  }
+
+  /** One batch; true when more rows are waiting. */
+  async #rollUp(): Promise<boolean> {
+    const result = await queueStatsRollup(this.#db, this.#batchSize);
+    this.count('rows_rolled_up', result.rows);
+    this.count('events_rolled_up', result.events);
+    return result.full;
   }
 }

@@ -1,6 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import { pino } from 'pino';
-import { organizationCreate } from '@spool/engine';
+import { organizationCreate, QueueStatsRollup } from '@spool/engine';
 import { loadConfig, startSpool, type Config, type RunningSpool, type StartOptions } from '@spool/server';
 import { createTestDatabase, type TestDatabase } from './db.js';
 
@@ -21,6 +21,8 @@ export interface TestServer {
   request(method: string, path: string, options?: { body?: unknown; auth?: string | null; headers?: Record<string, string>; rawBody?: string }): Promise<{ status: number; headers: Headers; body: any; text: string }>;
   /** Another organization with its own key (for isolation tests). */
   createOrganization(planTier?: string): Promise<{ organizationId: string; apiKey: string; apiKeyId: string }>;
+  /** Rolls every committed job_history row into the queues' activity history now, instead of within the rollup's interval. */
+  rollUp(): Promise<void>;
   close(): Promise<void>;
 }
 
@@ -69,6 +71,11 @@ export async function startTestServerOn(database: TestDatabase, label: string, o
       return { status: response.status, headers: response.headers, body: parsed, text };
     },
     createOrganization,
+    async rollUp() {
+      const rollup = spool.maintenance.find((service): service is QueueStatsRollup => service instanceof QueueStatsRollup);
+      if (!rollup) throw new Error('this server runs no queue-stats rollup');
+      await rollup.drain();
+    },
     async close() {
       await spool.stop();
       await database.drop();

@@ -12,6 +12,7 @@ import { JobDetail } from './pages/job-detail';
 import { Jobs } from './pages/jobs';
 import { Operator } from './pages/operator';
 import { Overview } from './pages/overview';
+import { QueueDetail } from './pages/queue-detail';
 import { Queues } from './pages/queues';
 import { ScheduleDetail, Schedules } from './pages/schedules';
 import { Settings } from './pages/settings';
@@ -36,6 +37,7 @@ type Route = [pattern: string, render: (params: Record<string, string>, location
 const ROUTES: Route[] = [
   ['/', () => <Overview />],
   ['/queues', () => <Queues />],
+  ['/queues/:name', (p) => <QueueDetail name={p.name!} />],
   ['/jobs', (_p, l) => <Jobs query={l.query} />],
   ['/jobs/:id', (p) => <JobDetail id={p.id!} />],
   ['/dead-letters', (_p, l) => <DeadLetters query={l.query} />],

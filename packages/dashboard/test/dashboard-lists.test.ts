@@ -1,13 +1,14 @@
 /**
  * Issue 19's dashboard gaps, end to end in chromium against a real server: the Overview's
  * chart axes, the dead letters' error column, the jobs list's counts, payload preview and bulk
- * actions, workers by hostname, and row actions on a phone-sized screen.
+ * actions, workers by hostname, and row actions on a phone-sized screen; and the activity
+ * history the server keeps, charted on the Overview and on a queue's page.
  */
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import type { Browser } from 'playwright-core';
 import { startTestServer, type TestServer } from '../../../test-support/server.js';
-import { launchBrowser, openDashboard, signIn, type DashboardPage } from './browser.js';
+import { launchBrowser, openDashboard, signIn, waitForLive, type DashboardPage } from './browser.js';
 
 let server: TestServer;
 let browser: Browser;
@@ -65,6 +66,66 @@ describe('dashboard lists', { timeout: 180_000 }, () => {
     const labelWidth = Number(await oldest.getAttribute('data-y-label-width'));
     const axis = Number(await oldest.getAttribute('data-y-axis-size'));
     assert.ok(labelWidth + 15 <= axis, `labels ${labelWidth}px wide fit the ${axis}px axis with its ticks`);
+    d.assertNoConsoleErrors();
+  });
+
+  it("the Overview and a queue's page chart the server's history: last hour, day and week, no years, kept current", async () => {
+    const queue = 'hist-q';
+    await api('POST', '/jobs/bulk', { queue_name: queue, default_max_retries: 0, jobs: Array.from({ length: 7 }, (_, i) => ({ payload: { i } })) });
+    const { jobs } = await api('POST', '/jobs/claim', { queue_name: queue, worker_id: 'hist-worker', limit: 6 });
+    for (const [i, job] of (jobs as { id: string; lease_id: string }[]).entries()) {
+      if (i === 5) continue; // still running: completed later, while the page is open
+      await api('POST', `/jobs/${job.id}/${i === 4 ? 'fail' : 'complete'}`, { worker_id: 'hist-worker', lease_id: job.lease_id, ...(i === 4 ? { error: 'no' } : {}) });
+    }
+    await server.rollUp();
+
+    const d = await signedIn('/');
+    const { page } = d;
+    const activity = page.locator('section.activity');
+    const chart = (title: string) => page.locator('figure.chart', { hasText: title }).locator('.chart-canvas');
+    const axis = async (title: string) => {
+      const canvas = chart(title);
+      await canvas.and(page.locator('[data-x-labels]')).waitFor();
+      return { span: Number(await canvas.getAttribute('data-x-span')), labels: (await canvas.getAttribute('data-x-labels'))!.split('|') };
+    };
+    const noYears = (labels: string[]) => assert.ok(labels.length > 1 && labels.every((l) => !/\d{4}/.test(l)), labels.join(', '));
+    await page.locator('section.activity[data-loaded="true"]').waitFor();
+    assert.ok(Number(await activity.getAttribute("data-completed")) >= 4, `completed: ${await activity.getAttribute("data-completed")} ${await activity.evaluate((e) => e.outerHTML.slice(0, 300))}`);
+    const hour = await axis('Jobs per minute');
+    assert.ok(hour.span >= 3600 && hour.span <= 3660, `the last hour spans ${hour.span} s`);
+    noYears(hour.labels);
+    assert.ok(hour.labels.every((l) => /^\d{1,2}:\d{2}( [AP]M)?$/.test(l)), `times of day: ${hour.labels.join(', ')}`);
+    for (const title of ['Wait before start', 'Run time', 'Queue depth', 'Oldest pending job']) await chart(title).waitFor();
+    await d.screenshot('overview-history');
+
+    const ranges = page.getByRole('group', { name: 'Time range' });
+    await ranges.getByRole('button', { name: 'Last 7 days' }).click();
+    await page.locator('section.activity[data-range="week"][data-loaded="true"]').waitFor();
+    await page.waitForFunction(() => Number(document.querySelector<HTMLElement>('figure.chart .chart-canvas')?.dataset.xSpan) > 86_400);
+    const week = await axis('Jobs per hour');
+    assert.ok(week.span >= 7 * 86_400 && week.span <= 7 * 86_400 + 3600, `the last week spans ${week.span} s`);
+    noYears(week.labels);
+    await ranges.getByRole('button', { name: 'Last 24 h' }).click();
+    await page.locator('section.activity[data-range="day"][data-loaded="true"]').waitFor();
+    await page.waitForFunction(() => {
+      const span = Number(document.querySelector<HTMLElement>('figure.chart .chart-canvas')?.dataset.xSpan);
+      return span >= 86_400 && span <= 86_460;
+    });
+    noYears((await axis('Jobs per minute')).labels);
+    await ranges.getByRole('button', { name: 'Last hour' }).click();
+
+    // The queue's own page, from the Queues list; it follows a completion without a reload.
+    await page.goto('/queues');
+    await page.locator(`tr[data-queue="${queue}"]`).getByRole('link', { name: queue }).click();
+    await page.getByRole('heading', { level: 1, name: queue }).waitFor();
+    await page.locator('.tile', { hasText: 'Completed 24 h' }).locator('.tile-value', { hasText: '4' }).waitFor();
+    await page.locator('section.activity[data-loaded="true"][data-completed="4"][data-enqueued="7"]').waitFor();
+    await waitForLive(page);
+    const running = (jobs as { id: string; lease_id: string }[])[5]!;
+    await api('POST', `/jobs/${running.id}/complete`, { worker_id: 'hist-worker', lease_id: running.lease_id });
+    await page.locator('section.activity[data-completed="5"]').waitFor();
+    await page.locator('.tile', { hasText: 'Completed 24 h' }).locator('.tile-value', { hasText: '5' }).waitFor();
+    await d.screenshot('queue-detail');
     d.assertNoConsoleErrors();
   });
 

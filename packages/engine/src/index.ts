@@ -57,3 +57,5 @@ export * from './ops/metrics.js';
 export * from './ops/incoming-webhook.js';
 export * from './services/incoming-delivery-pruner.js';
 export * from './ops/database-doctor.js';
+export * from './ops/queue-stats-history.js';
+export * from './services/queue-stats-rollup.js';

@@ -40,6 +40,7 @@ import { jobDlqRoutes } from './routes/jobs-dlq.js';
 import { jobWorkerRoutes } from './routes/jobs-worker.js';
 import { outgoingWebhookRoutes } from './routes/outgoing-webhooks.js';
 import { queueRoutes } from './routes/queues.js';
+import { statsRoutes } from './routes/stats.js';
 import { workerRoutes } from './routes/workers.js';
 import { organizationPublicRoutes, organizationRoutes } from './routes/organizations.js';
 import { scheduleRoutes } from './routes/schedules.js';
@@ -79,6 +80,7 @@ const AUTHENTICATED_ROUTES: ((app: FastifyInstance, ctx: AppContext) => void)[] 
   jobWorkerRoutes,
   jobDlqRoutes,
   queueRoutes,
+  statsRoutes,
   workerRoutes,
   authRoutes,
   organizationRoutes,

@@ -31,7 +31,7 @@ type Need =
   | 'work'
   /** Read jobs (payloads and results included). */
   | 'read_jobs'
-  /** Read everything else queue-bound: queues, workers, schedules, event streams, the organization's metrics. */
+  /** Read everything else queue-bound: queues, workers, schedules, event streams, the organization's metrics and activity history. */
   | 'read'
   /** Change what exists: cancel, retry, priority, dependencies, DLQ, queue config, schedules, workflows. */
   | 'manage'
@@ -80,6 +80,7 @@ export const OPERATIONS = {
   'schedule.read': 'read',
   'events.read': 'read',
   'metrics.read': 'read',
+  'stats.read': 'read',
 
   'job.cancel': 'manage',
   'job.retry': 'manage',

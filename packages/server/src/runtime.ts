@@ -8,6 +8,7 @@ import {
   LEADER_CHANNEL,
   LeaderElector,
   LeaseReaper,
+  QueueStatsRollup,
   migrate,
   Notifier,
   parseJobsNotice,
@@ -172,6 +173,7 @@ export async function startSpool(config: Config, options: StartOptions = {}): Pr
       new RevokedTokenPruner(db, { log }),
       new RateLimitPruner(db, { log }),
       new IncomingDeliveryPruner(db, { log }),
+      new QueueStatsRollup(db, { log }),
     ];
     const leader: LeaderElector = new LeaderElector(db, {
       ttlMs: config.leaderTtlMs,

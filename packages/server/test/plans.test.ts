@@ -210,10 +210,20 @@ describe('GET /dashboard', () => {
        WHERE id = (SELECT id FROM spool.jobs WHERE organization_id = $1 AND queue_name = 'beta')`,
       [org.organizationId],
     );
+    // A job that waited 2 s and ran 3 s, and one dead-lettered 2 hours ago, with the history rows
+    // their transitions write (the dashboard's activity figures are rolled up from those).
     await loadJobsAsIs(db, (c) => c.query(
-      `INSERT INTO spool.jobs (organization_id, queue_name, status, payload, created_at, started_at, completed_at)
-       VALUES ($1, 'alpha', 'completed', '{}', now() - interval '10 seconds', now() - interval '8 seconds', now() - interval '5 seconds'),
-              ($1, 'alpha', 'deadletter', '{}', now() - interval '2 hours', now() - interval '2 hours', now() - interval '2 hours')`,
+      `WITH jobs AS (
+         INSERT INTO spool.jobs (organization_id, queue_name, status, payload, created_at, started_at, completed_at)
+         VALUES ($1, 'alpha', 'completed', '{}', now() - interval '10 seconds', now() - interval '8 seconds', now() - interval '5 seconds'),
+                ($1, 'alpha', 'deadletter', '{}', now() - interval '2 hours', now() - interval '2 hours' + interval '2 seconds', now() - interval '2 hours' + interval '5 seconds')
+         RETURNING id, organization_id, queue_name, status, created_at, started_at, completed_at
+       )
+       INSERT INTO spool.job_history (organization_id, job_id, job_ids, queue_name, event, from_status, to_status, created_at)
+       SELECT organization_id, NULL::uuid, ARRAY[id], queue_name, 'create', NULL, 'pending', created_at FROM jobs
+       UNION ALL SELECT organization_id, NULL, ARRAY[id], queue_name, 'claim', 'pending', 'processing', started_at FROM jobs
+       UNION ALL SELECT organization_id, NULL, ARRAY[id], queue_name, 'complete', 'processing', 'completed', completed_at FROM jobs WHERE status = 'completed'
+       UNION ALL SELECT organization_id, id, NULL::uuid[], queue_name, 'fail_final', 'processing', 'deadletter', completed_at FROM jobs WHERE status = 'deadletter'`,
       [org.organizationId],
     ));
     await db.query("INSERT INTO spool.queue_config (organization_id, queue_name, enabled, paused_at) VALUES ($1, 'gamma', false, now())", [org.organizationId]);

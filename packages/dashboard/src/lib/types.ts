@@ -222,3 +222,29 @@ export const WEBHOOK_EVENTS = [
   'job.created', 'job.started', 'job.completed', 'job.failed', 'job.cancelled',
   'queue.paused', 'queue.resumed', 'worker.registered', 'worker.deregistered', 'schedule.triggered',
 ];
+
+/** One bucket of GET /stats/timeseries (an extension). */
+export interface ActivityPoint {
+  t: string;
+  enqueued: number;
+  started: number;
+  completed: number;
+  failed: number;
+  retried: number;
+  deadlettered: number;
+  expired: number;
+  wait_p50_ms: number | null;
+  wait_p95_ms: number | null;
+  wait_p99_ms: number | null;
+  run_p50_ms: number | null;
+  run_p95_ms: number | null;
+  run_p99_ms: number | null;
+}
+
+export interface ActivitySeries {
+  step: number;
+  from: string;
+  to: string;
+  queue_name: string | null;
+  points: ActivityPoint[];
+}

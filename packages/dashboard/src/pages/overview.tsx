@@ -1,5 +1,6 @@
 import type { JSX } from 'preact';
 import { useEffect, useState } from 'preact/hooks';
+import { ActivityCharts } from '../components/activity-charts';
 import { Chart } from '../components/chart';
 import { EmptyState, ErrorState, Link, Loading, PageHeader, StatusBadge, Tile } from '../components/ui';
 import { formatCount, formatDuration, formatPercent, formatSeconds } from '../lib/format';
@@ -42,25 +43,32 @@ function Signals({ s }: { s: Snapshot }): JSX.Element {
   );
 }
 
+/** Throughput counted from the live event stream since sign-in: for a server that keeps no activity history. */
+function LiveThroughput(): JSX.Element {
+  const [xs, created, completed, failed] = throughputSeries();
+  return (
+    <Chart
+      title="Jobs per minute"
+      stepped
+      integer
+      data={[xs, created, completed, failed]}
+      series={[
+        { label: 'enqueued', color: '--c-created', format: count },
+        { label: 'completed', color: '--c-completed', format: count },
+        { label: 'failed', color: '--c-failed', format: count },
+      ]}
+    />
+  );
+}
+
 function Charts(): JSX.Element {
   useSeriesVersion();
   const live = useLiveStatus();
-  const [xs, created, completed, failed] = throughputSeries();
   const samples = sampleSeries();
   const t = samples.map((s) => s.t);
-  return (
-    <section class="charts" aria-label="Charts">
-      <Chart
-        title="Jobs per minute"
-        stepped
-        integer
-        data={[xs, created, completed, failed]}
-        series={[
-          { label: 'enqueued', color: '--c-created', format: count },
-          { label: 'completed', color: '--c-completed', format: count },
-          { label: 'failed', color: '--c-failed', format: count },
-        ]}
-      />
+  const sampled = (history: boolean) => (
+    <>
+      {history ? null : <LiveThroughput />}
       <Chart
         title="Queue depth"
         integer
@@ -73,9 +81,16 @@ function Charts(): JSX.Element {
       />
       <Chart title="Oldest pending job" data={[t, samples.map((s) => s.oldestPendingSeconds)]} series={[{ label: 'age', color: '--c-scheduled', format: seconds }]} />
       <p class="muted small chart-note">
-        {live === 'live' ? 'Counted from the live event stream' : 'The live event stream is not connected; counts resume when it is'} since this tab signed in; depth is sampled every {SAMPLE_MS / 1000} s while this page is open. Long-term history: scrape <a href="/metrics">/metrics</a>.
+        {history
+          ? <>Activity is kept by the server (7 days by the minute, 90 days by the hour) and read every few seconds; depth and age are sampled every {SAMPLE_MS / 1000} s while this page is open.</>
+          : <>{live === 'live' ? 'Counted from the live event stream' : 'The live event stream is not connected; counts resume when it is'} since this tab signed in; depth is sampled every {SAMPLE_MS / 1000} s while this page is open. Long-term history: scrape <a href="/metrics">/metrics</a>.</>}
       </p>
-    </section>
+    </>
+  );
+  return (
+    <ActivityCharts queue={null} fallback={() => <section class="charts" aria-label="Charts">{sampled(false)}</section>}>
+      {sampled(true)}
+    </ActivityCharts>
   );
 }
 
@@ -88,7 +103,7 @@ function QueueTable({ queues }: { queues: QueueRow[] }): JSX.Element {
         <tbody>
           {queues.map((q) => (
             <tr key={q.name}>
-              <td><Link href={`/jobs?queue=${encodeURIComponent(q.name)}`}>{q.name}</Link></td>
+              <td><Link href={`/queues/${encodeURIComponent(q.name)}`}>{q.name}</Link></td>
               <td class="num">{formatCount(q.pending)}</td>
               <td class="num">{formatCount(q.processing)}</td>
               <td class="num">{formatSeconds(q.oldestPendingSeconds)}</td>

@@ -147,7 +147,7 @@ function QueueRowView({ q, onPause, onConfig, reload }: { q: QueueView; onPause:
   const rate = failureRate(s);
   return (
     <tr data-queue={q.name}>
-      <td><Link href={`/jobs?queue=${encodeURIComponent(q.name)}`}>{q.name}</Link></td>
+      <td><Link href={`/queues/${encodeURIComponent(q.name)}`}>{q.name}</Link></td>
       <td>{paused ? <StatusBadge status="paused" /> : <StatusBadge status="active" />}</td>
       <td class="num">{formatCount(s?.pending_jobs)}</td>
       <td class="num">{formatCount(s?.processing_jobs)}</td>

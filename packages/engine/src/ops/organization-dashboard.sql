@@ -1,24 +1,72 @@
--- The aggregate behind GET /dashboard, in one pass over the organization's
--- jobs: totals, last-24h and last-hour activity, average wait and run times
--- of jobs finished in the last 24 hours, per-queue backlog and workers; with
--- $2 (the caller's queues as LIKE patterns; NULL = all) only of those queues.
-WITH jobs AS (
-  SELECT
-    count(*) AS total,
-    count(*) FILTER (WHERE status = 'pending') AS pending,
-    count(*) FILTER (WHERE status = 'processing') AS processing,
-    count(*) FILTER (WHERE status = 'deadletter') AS deadletter,
-    count(*) FILTER (WHERE status = 'completed' AND completed_at >= now() - interval '24 hours') AS completed_24h,
-    count(*) FILTER (WHERE status IN ('failed', 'deadletter') AND completed_at >= now() - interval '24 hours') AS failed_24h,
-    count(*) FILTER (WHERE created_at >= now() - interval '1 hour') AS created_1h,
-    count(*) FILTER (WHERE status = 'completed' AND completed_at >= now() - interval '1 hour') AS completed_1h,
-    count(*) FILTER (WHERE status IN ('failed', 'deadletter') AND completed_at >= now() - interval '1 hour') AS failed_1h,
-    avg(extract(epoch FROM started_at - greatest(created_at, coalesce(scheduled_at, created_at))) * 1000)
-      FILTER (WHERE status = 'completed' AND completed_at >= now() - interval '24 hours')::float8 AS avg_wait_time_ms,
-    avg(extract(epoch FROM completed_at - started_at) * 1000)
-      FILTER (WHERE status = 'completed' AND completed_at >= now() - interval '24 hours')::float8 AS avg_processing_time_ms
+-- The aggregate behind GET /dashboard: totals, last-24h and last-hour
+-- activity, average wait and run times over the last 24 hours, per-queue
+-- backlog and workers; with $2 (the caller's queues as LIKE patterns; NULL
+-- = all) only of those queues. Live counts read the unfinished and
+-- dead-lettered jobs (status indexes); activity comes from the queues'
+-- history (migration 023: rolled-up buckets plus the log rows not rolled up
+-- yet), so it costs the same whatever the number of finished jobs kept.
+-- Only `total`, every job the organization keeps, still counts them (an
+-- index-only count). The averages take the first claims and completions not
+-- rolled up yet too, at most 100 jobs of each (primary-key reads).
+WITH totals AS (
+  SELECT count(*) AS total
   FROM spool.jobs
   WHERE organization_id = $1 AND ($2::text[] IS NULL OR queue_name LIKE ANY ($2::text[]))
+),
+live AS (
+  SELECT count(*) FILTER (WHERE status = 'pending') AS pending,
+         count(*) FILTER (WHERE status = 'processing') AS processing,
+         count(*) FILTER (WHERE status = 'deadletter') AS deadletter
+  FROM spool.jobs
+  WHERE organization_id = $1 AND status IN ('pending', 'processing', 'deadletter')
+    AND ($2::text[] IS NULL OR queue_name LIKE ANY ($2::text[]))
+),
+day AS (
+  SELECT coalesce(sum(completed), 0)::bigint AS completed_24h,
+         coalesce(sum(deadlettered), 0)::bigint AS failed_24h,
+         coalesce(sum(wait_count), 0)::float8 AS wait_count,
+         coalesce(sum(wait_sum_ms), 0)::float8 AS wait_sum_ms,
+         coalesce(sum(run_count), 0)::float8 AS run_count,
+         coalesce(sum(run_sum_ms), 0)::float8 AS run_sum_ms
+  FROM spool.queue_activity(now() - interval '24 hours')
+  WHERE organization_id = $1 AND ($2::text[] IS NULL OR queue_name LIKE ANY ($2::text[]))
+),
+hour AS (
+  SELECT coalesce(sum(enqueued), 0)::bigint AS created_1h,
+         coalesce(sum(completed), 0)::bigint AS completed_1h,
+         coalesce(sum(deadlettered), 0)::bigint AS failed_1h
+  FROM spool.queue_activity(now() - interval '1 hour')
+  WHERE organization_id = $1 AND ($2::text[] IS NULL OR queue_name LIKE ANY ($2::text[]))
+),
+unrolled AS (
+  SELECT count(*) FILTER (WHERE p.event = 'claim')::float8 AS wait_count,
+         coalesce(sum(extract(epoch FROM p.created_at - CASE WHEN j.scheduled_at > j.created_at AND j.scheduled_at <= p.created_at
+                                                            THEN j.scheduled_at ELSE j.created_at END) * 1000) FILTER (WHERE p.event = 'claim'), 0)::float8 AS wait_sum_ms,
+         count(*) FILTER (WHERE p.event = 'complete')::float8 AS run_count,
+         coalesce(sum(extract(epoch FROM p.created_at - j.started_at) * 1000) FILTER (WHERE p.event = 'complete'), 0)::float8 AS run_sum_ms
+  FROM (
+    (SELECT p.event, p.created_at, x.id
+     FROM spool.queue_stats_pending p
+     CROSS JOIN LATERAL unnest(p.job_ids) AS x(id)
+     WHERE p.organization_id = $1 AND p.event = 'claim' AND ($2::text[] IS NULL OR p.queue_name LIKE ANY ($2::text[]))
+     LIMIT 100)
+    UNION ALL
+    (SELECT p.event, p.created_at, x.id
+     FROM spool.queue_stats_pending p
+     CROSS JOIN LATERAL unnest(p.job_ids) AS x(id)
+     WHERE p.organization_id = $1 AND p.event = 'complete' AND ($2::text[] IS NULL OR p.queue_name LIKE ANY ($2::text[]))
+     LIMIT 100)
+  ) p
+  JOIN spool.jobs j ON j.id = p.id AND j.started_at IS NOT NULL
+),
+jobs AS (
+  SELECT totals.total, live.pending, live.processing, live.deadletter, day.completed_24h, day.failed_24h,
+         hour.created_1h, hour.completed_1h, hour.failed_1h,
+         CASE WHEN day.wait_count + unrolled.wait_count > 0
+              THEN (day.wait_sum_ms + unrolled.wait_sum_ms) / (day.wait_count + unrolled.wait_count) END AS avg_wait_time_ms,
+         CASE WHEN day.run_count + unrolled.run_count > 0
+              THEN (day.run_sum_ms + unrolled.run_sum_ms) / (day.run_count + unrolled.run_count) END AS avg_processing_time_ms
+  FROM totals, live, day, hour, unrolled
 ),
 queues AS (
   SELECT coalesce(json_agg(json_build_object('name', name, 'pending', pending, 'processing', processing, 'paused', paused) ORDER BY name), '[]'::json) AS list

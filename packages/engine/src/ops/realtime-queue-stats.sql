@@ -1,9 +1,15 @@
 -- Counts for the realtime QueueStats event (docs/compatibility.md §4.2): pending
--- includes scheduled, failed includes deadletter. Finished jobs are counted
--- over the last 24 hours (by creation) so that the cost stays bounded.
-SELECT count(*) FILTER (WHERE status IN ('pending', 'scheduled'))::int AS pending,
-       count(*) FILTER (WHERE status = 'processing')::int AS processing,
-       count(*) FILTER (WHERE status = 'completed' AND created_at > now() - interval '24 hours')::int AS completed,
-       count(*) FILTER (WHERE status IN ('failed', 'deadletter') AND created_at > now() - interval '24 hours')::int AS failed
-FROM spool.jobs
+-- includes scheduled, failed includes deadletter. pending and processing
+-- read the queue's unfinished jobs; completed and failed are the last 24
+-- hours of its activity history (migration 023: jobs completed, and jobs
+-- that failed for good), so the cost does not follow the jobs kept.
+SELECT (SELECT count(*) FILTER (WHERE status IN ('pending', 'scheduled'))::int
+        FROM spool.jobs
+        WHERE organization_id = $1 AND queue_name = $2 AND status IN ('pending', 'scheduled', 'processing')) AS pending,
+       (SELECT count(*)::int
+        FROM spool.jobs
+        WHERE organization_id = $1 AND queue_name = $2 AND status = 'processing') AS processing,
+       coalesce(sum(completed), 0)::int AS completed,
+       coalesce(sum(deadlettered), 0)::int AS failed
+FROM spool.queue_activity(now() - interval '24 hours')
 WHERE organization_id = $1 AND queue_name = $2;

@@ -79,7 +79,31 @@ describe('GET /metrics', () => {
     assert.equal(sample(text, 'spooled_job_processing_duration_seconds_count', labels), 1);
     const completed = await until(async () => sample((await scrape(server)).text, 'spooled_job_transitions_total', { ...labels, status: 'completed' }));
     assert.equal(completed, 1);
+    const after = (await scrape(server)).text;
+    for (const name of ['spooled_jobs_enqueued_total', 'spooled_jobs_started_total', 'spooled_jobs_completed_total']) assert.equal(sample(after, name, labels), 1, name);
+    for (const name of ['spooled_jobs_failed_total', 'spooled_jobs_deadlettered_total']) assert.equal(sample(after, name, labels), undefined, name);
     assert.equal(sample((await scrape(server)).text, 'spooled_jobs', { ...labels, status: 'processing' }), 0);
+  });
+
+  it('counts failed attempts and dead-lettered jobs under their own names', async () => {
+    const labels = { organization_id: server.organizationId, queue: 'metrics-fail' };
+    await server.request('POST', '/api/v1/jobs', { body: { queue_name: 'metrics-fail', payload: {}, max_retries: 1 } });
+    for (let attempt = 0; attempt < 2; attempt++) {
+      const claimed = await until(async () => {
+        const answer = await server.request('POST', '/api/v1/jobs/claim', { body: { queue_name: 'metrics-fail', worker_id: 'w1', limit: 1 } });
+        return answer.body.jobs[0];
+      });
+      const failed = await server.request('POST', `/api/v1/jobs/${claimed.id}/fail`, { body: { worker_id: 'w1', lease_id: claimed.lease_id, error: 'boom' } });
+      assert.equal(failed.status, 200);
+      // The retry waits out its backoff.
+      if (attempt === 0) await server.spool.db.query("UPDATE spool.jobs SET scheduled_at = now(), in_backoff = false WHERE id = $1", [claimed.id]);
+    }
+    const deadlettered = await until(async () => sample((await scrape(server)).text, 'spooled_jobs_deadlettered_total', labels));
+    assert.equal(deadlettered, 1);
+    const text = (await scrape(server)).text;
+    assert.equal(sample(text, 'spooled_jobs_failed_total', labels), 2, 'both attempts failed');
+    assert.equal(sample(text, 'spooled_jobs_started_total', labels), 2, 'a re-run is a start');
+    assert.equal(sample(text, 'spooled_jobs_completed_total', labels), undefined);
   });
 
   it('does not show a queue of another organization under the wrong labels', async () => {

@@ -68,6 +68,15 @@ type Child = { observe(value: number): void };
  * cheap; per-queue state comes from `QueueAggregates`' cached snapshot, so a
  * scrape only serialises memory.
  */
+/** The per-event counter a history row adds to (dead-lettering is counted by its target status). */
+function eventOf(row: HistoryCountRow): 'enqueued' | 'started' | 'completed' | 'failed' | null {
+  if (row.event === 'create') return 'enqueued';
+  if (row.event === 'claim') return 'started';
+  if (row.event === 'complete') return 'completed';
+  if ((row.event === 'fail_retry' || row.event === 'fail_final' || row.event === 'lease_expired') && row.to_status !== 'cancelled') return 'failed';
+  return null;
+}
+
 export class SpoolMetrics implements Service {
   readonly name = 'metrics';
   readonly registry = new Registry();
@@ -78,6 +87,8 @@ export class SpoolMetrics implements Service {
   readonly #startLatency: Histogram<(typeof QUEUE_LABELS)[number]>;
   readonly #processing: Histogram<(typeof QUEUE_LABELS)[number]>;
   readonly #transitions: Counter<'organization_id' | 'queue' | 'status'>;
+  /** Per-event counters under their own names, from the same history rows as `#transitions`. */
+  readonly #events: Record<'enqueued' | 'started' | 'completed' | 'failed' | 'deadlettered', Counter<(typeof QUEUE_LABELS)[number]>>;
   readonly #retries: Counter<'organization_id' | 'queue'>;
   readonly #leasesExpired: Counter<'organization_id' | 'queue'>;
   readonly #claimDuration: Histogram;
@@ -102,6 +113,14 @@ export class SpoolMetrics implements Service {
     this.#startLatency = new Histogram({ name: 'spooled_job_start_latency_seconds', help: 'Time from when a job became runnable (created, or its scheduled/backoff time) to its claim, observed by this process.', labelNames: QUEUE_LABELS, buckets: LATENCY_BUCKETS, registers });
     this.#processing = new Histogram({ name: 'spooled_job_processing_duration_seconds', help: 'Time from first start to completion of jobs completed through this process.', labelNames: QUEUE_LABELS, buckets: DURATION_BUCKETS, registers });
     this.#transitions = new Counter({ name: 'spooled_job_transitions_total', help: 'Jobs entering each status, from job_history (cluster-wide, counted since this process first served /metrics).', labelNames: ['organization_id', 'queue', 'status'], registers });
+    const eventCounter = (name: string, help: string) => new Counter({ name, help: `${help} (cluster-wide, from job_history).`, labelNames: QUEUE_LABELS, registers });
+    this.#events = {
+      enqueued: eventCounter('spooled_jobs_enqueued_total', 'Jobs created'),
+      started: eventCounter('spooled_jobs_started_total', 'Claims: every start of an attempt, re-runs included'),
+      completed: eventCounter('spooled_jobs_completed_total', 'Jobs completed'),
+      failed: eventCounter('spooled_jobs_failed_total', 'Attempts that failed or lost their lease (retried or not; cancellations excluded)'),
+      deadlettered: eventCounter('spooled_jobs_deadlettered_total', 'Jobs moved to the dead-letter queue'),
+    };
     this.#retries = new Counter({ name: 'spooled_job_retries_total', help: 'Attempts that failed or lost their lease and were put back for another try (cluster-wide).', labelNames: QUEUE_LABELS, registers });
     this.#leasesExpired = new Counter({ name: 'spooled_job_leases_expired_total', help: 'Expired leases reclaimed by the lease reaper (cluster-wide).', labelNames: QUEUE_LABELS, registers });
     this.#claimDuration = new Histogram({ name: 'spooled_claim_duration_seconds', help: 'Duration of the claim statement in this process (REST and gRPC claims; long-poll waits excluded).', buckets: LATENCY_BUCKETS, registers });
@@ -256,6 +275,9 @@ export class SpoolMetrics implements Service {
     for (const row of rows) {
       const labels = { organization_id: row.organization_id, queue: this.#labels.queue(row.organization_id, row.queue_name) };
       if (row.to_status) this.#transitions.inc({ ...labels, status: row.to_status }, row.count);
+      const event = eventOf(row);
+      if (event) this.#events[event].inc(labels, row.count);
+      if (row.to_status === 'deadletter') this.#events.deadlettered.inc(labels, row.count);
       if (row.event === 'lease_expired') this.#leasesExpired.inc(labels, row.count);
       if (row.event === 'fail_retry' || (row.event === 'lease_expired' && row.to_status === 'pending')) this.#retries.inc(labels, row.count);
     }

@@ -79,13 +79,19 @@ describe('retention', () => {
     assert.deepEqual(await remaining(expectKept), new Set(expectKept), 'a second pass deletes nothing more');
   });
 
-  it('prunes rows of routine transitions past the history window; a job whose create row went still tells its creation', async () => {
-    const [young, old] = await Promise.all(['h-young', 'h-old'].map((queue) => insertJob(t.pool, org, queue)));
-    await t.pool.query(`UPDATE spool.job_history SET created_at = now() - interval '31 days' WHERE job_id IS NULL AND $1 = ANY (job_ids)`, [old]);
+  it("prunes rows of routine transitions past their queue's longest window; a job whose create row went still tells its creation", async () => {
+    await t.pool.query(`INSERT INTO spool.queue_config (organization_id, queue_name, settings) VALUES
+      ($1, 'h-brief', '{"retention": {"completed_days": 1, "failed_days": 1, "cancelled_days": 1, "deadletter_days": 1}}'),
+      ($1, 'h-kept', '{"retention": {"completed_days": 60}}')`, [org]);
+    const [young, old, brief, kept] = await Promise.all(['h-young', 'h-old', 'h-brief', 'h-kept'].map((queue) => insertJob(t.pool, org, queue)));
+    const age = (id: string, days: number) => t.pool.query(`UPDATE spool.job_history SET created_at = now() - make_interval(days => $2) WHERE job_id IS NULL AND $1 = ANY (job_ids)`, [id, days]);
+    await age(old!, 31); // past the defaults' longest window (30 days)
+    await age(brief!, 2); // past its queue's 1 day
+    await age(kept!, 31); // its queue keeps completed jobs 60 days
     const retention = new JobRetention(t.pool, { batchSize: 1000 });
     await retention.runOnce();
-    const left = await t.pool.query<{ job_id: string }>('SELECT job_id FROM spool.job_events WHERE job_id = ANY($1)', [[young, old]]);
-    assert.deepEqual(left.rows.map((r) => r.job_id), [young], 'the old row went, the young one stays');
+    const left = await t.pool.query<{ job_id: string }>('SELECT job_id FROM spool.job_events WHERE job_id = ANY($1)', [[young, old, brief, kept]]);
+    assert.deepEqual(new Set(left.rows.map((r) => r.job_id)), new Set([young, kept]), 'the rows past their window went, the others stay');
     const timeline = await jobHistory(t.pool, org, old!, 10);
     assert.deepEqual(timeline.map((e) => [e.id, e.event, e.to_status]), [[0, 'create', 'pending']]);
   });

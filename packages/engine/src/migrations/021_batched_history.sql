@@ -32,9 +32,9 @@ ALTER TABLE spool.job_history ADD CONSTRAINT job_history_one_or_many CHECK (
 CREATE INDEX job_history_batch_idx ON spool.job_history (organization_id, event, created_at)
   WHERE job_id IS NULL;
 
--- serves: pruning routine rows by age (ops/history-prune.sql; per-job rows
--- go with their jobs).
-CREATE INDEX job_history_batch_created_idx ON spool.job_history (created_at) WHERE job_id IS NULL;
+-- serves: pruning routine rows by age, queue by queue (ops/history-prune.sql;
+-- a row holds jobs of one queue; per-job rows go with their jobs).
+CREATE INDEX job_history_batch_queue_idx ON spool.job_history (organization_id, queue_name, created_at) WHERE job_id IS NULL;
 
 -- Every job event, one row each, with its event id: what readers that do
 -- not care about the storage see (tests, ad-hoc queries, the timeline).
@@ -67,8 +67,9 @@ $$;
 -- them at the times the job row keeps. A job completes once (a manual retry
 -- moves only failed, dead-lettered and cancelled jobs), and only its first
 -- claim is routine (started_at is the first start), so each time names one
--- row. A routine row pruned by age (JobRetention) leaves the job's created
--- event to be told from its columns, with event id 0.
+-- row. A routine row pruned by age (JobRetention: its queue's longest
+-- retention window) leaves the job's created event to be told from its
+-- columns, with event id 0.
 CREATE FUNCTION spool.job_timeline(org uuid, job uuid)
 RETURNS TABLE (id bigint, event text, from_status text, to_status text, worker_id text, lease_id uuid, message text, created_at timestamptz)
 LANGUAGE sql STABLE AS $$

@@ -54,7 +54,12 @@ export async function eventPrune(db: Queryable, days: number, batchSize: number)
   return (await run(db, eventPruneSql, [days, batchSize])).length;
 }
 
-/** Deletes up to `batchSize` job_history rows of routine transitions (many jobs each) older than `days`. Returns how many. */
-export async function historyPrune(db: Queryable, days: number, batchSize: number): Promise<number> {
-  return (await run(db, historyPruneSql, [days, batchSize])).length;
+/**
+ * Deletes up to `batchSize` job_history rows of routine transitions (many
+ * jobs of one queue each) older than their queue's longest retention window
+ * (per queue overrides, else `defaultDays`). Returns how many.
+ */
+export async function historyPrune(db: Queryable, defaultDays: Record<RetainedStatus, number>, batchSize: number): Promise<number> {
+  const statuses = Object.keys(defaultDays) as RetainedStatus[];
+  return (await run(db, historyPruneSql, [statuses, statuses.map((s) => defaultDays[s]), batchSize])).length;
 }

@@ -12,11 +12,11 @@ export interface JobRetentionOptions extends Partial<LoopServiceOptions> {
   /** Days an event of the event log (queue, worker, schedule events) is kept. Default 7. */
   eventDays?: number;
   /**
-   * Days a job_history row of routine transitions (one statement's enqueues,
-   * claims or completions, migration 021) is kept. Default: the longest of
-   * the windows above and the dead-letter queue's 30 days.
+   * Days a dead-lettered job is kept (DlqRetention deletes them; here it only
+   * bounds how long a queue's rows of routine transitions, migration 021,
+   * are kept: the longest of its windows). Default 30.
    */
-  historyDays?: number;
+  deadletterDays?: number;
   /** Jobs (and events) deleted per statement. Default 1000. */
   batchSize?: number;
 }
@@ -36,7 +36,7 @@ export class JobRetention extends LoopService {
   readonly #db: Db;
   readonly #days: { completed: number; failed: number; cancelled: number };
   readonly #eventDays: number;
-  readonly #historyDays: number;
+  readonly #deadletterDays: number;
   readonly #batchSize: number;
 
   constructor(db: Db, options: JobRetentionOptions = {}) {
@@ -44,7 +44,7 @@ export class JobRetention extends LoopService {
     this.#db = db;
     this.#days = { completed: options.completedDays ?? 7, failed: options.failedDays ?? 30, cancelled: options.cancelledDays ?? 7 };
     this.#eventDays = options.eventDays ?? 7;
-    this.#historyDays = options.historyDays ?? Math.max(this.#days.completed, this.#days.failed, this.#days.cancelled, 30);
+    this.#deadletterDays = options.deadletterDays ?? 30;
     this.#batchSize = options.batchSize ?? 1000;
   }
 
@@ -54,7 +54,7 @@ export class JobRetention extends LoopService {
     this.count('history_deleted', deleted.history);
     const events = await eventPrune(this.#db, this.#eventDays, this.#batchSize);
     this.count('events_deleted', events);
-    const routine = await historyPrune(this.#db, this.#historyDays, this.#batchSize);
+    const routine = await historyPrune(this.#db, { ...this.#days, deadletter: this.#deadletterDays }, this.#batchSize);
     this.count('history_deleted', routine);
     return deleted.jobs >= this.#batchSize || events >= this.#batchSize || routine >= this.#batchSize ? 0 : this.idleMs;
   }

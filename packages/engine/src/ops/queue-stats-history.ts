@@ -34,7 +34,7 @@ export interface RollupResult {
  * cursor row is locked with SKIP LOCKED, so two leaders for a moment do not
  * both count a row.
  */
-export async function queueStatsRollup(db: Db, limit = 500): Promise<RollupResult> {
+export async function queueStatsRollup(db: Db, limit = 5000): Promise<RollupResult> {
   return transaction(db, async (client) => {
     const locked = await client.query<{ scanned_to: number; gaps: HistoryCursorState['gaps'] }>(
       'SELECT scanned_to, gaps FROM spool.event_cursors WHERE name = $1 FOR UPDATE SKIP LOCKED',
@@ -57,7 +57,8 @@ export async function queueStatsRollup(db: Db, limit = 500): Promise<RollupResul
       rows: fresh.length,
       events: row!.events,
       buckets: row!.minutes + row!.hours,
-      full: ids.filter((id) => id > before).length >= limit,
+      // A read stops at `limit` rows or at about `limit` events, whichever comes first.
+      full: ids.filter((id) => id > before).length >= limit || row!.events >= limit,
       busy: false,
     };
   });

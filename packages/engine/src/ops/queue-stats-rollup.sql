@@ -1,6 +1,7 @@
--- Rolls the job_history rows after $1 (at most $3) plus the re-read gap ids
--- $2 (history-cursor.ts) into the per-minute and per-hour activity of each
--- queue (migration 023), adding to what the buckets hold. Returns the ids
+-- Rolls the job_history rows after $1 (about $3 events, spool.job_history_after)
+-- plus the re-read gap ids $2 (history-cursor.ts) into the per-minute and
+-- per-hour activity of each queue (migration 023), adding to what the
+-- buckets hold. Returns the ids
 -- read and the snapshot bounds that settle gaps; the caller saves the
 -- cursor in the same transaction, so every row is counted exactly once.
 --
@@ -22,7 +23,7 @@
 -- A job deleted before its rows are rolled up is counted without durations.
 WITH batch AS MATERIALIZED (
   (SELECT id, organization_id, queue_name, event, to_status, job_id, job_ids, created_at
-   FROM spool.job_history WHERE id > $1 ORDER BY id LIMIT $3)
+   FROM spool.job_history_after($1, $3))
   UNION ALL
   (SELECT id, organization_id, queue_name, event, to_status, job_id, job_ids, created_at
    FROM spool.job_history WHERE id = ANY ($2::bigint[]) AND id <= $1)

@@ -3,7 +3,7 @@ import { queueStatsRollup, queueStatsRotate } from '../ops/queue-stats-history.j
 import { LoopService, type LoopServiceOptions } from './service.js';
 
 export interface QueueStatsRollupOptions extends Partial<LoopServiceOptions> {
-  /** job_history rows rolled up per transaction. Default 500 (a routine row holds up to 1024 jobs). */
+  /** About how many events (job transitions) are rolled up per transaction. Default 5000 (a routine row holds up to 1024). */
   batchSize?: number;
   /** How often the retention ring is checked. Default every minute. */
   rotateEveryMs?: number;
@@ -28,7 +28,7 @@ export class QueueStatsRollup extends LoopService {
   constructor(db: Db, options: QueueStatsRollupOptions = {}) {
     super({ idleMs: options.idleMs ?? 5_000, errorDelayMs: options.errorDelayMs, startDelayMs: options.startDelayMs ?? 1_000, log: options.log });
     this.#db = db;
-    this.#batchSize = options.batchSize ?? 500;
+    this.#batchSize = options.batchSize ?? 5000;
     this.#rotateEveryMs = options.rotateEveryMs ?? 60_000;
   }
 

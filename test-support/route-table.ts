@@ -81,3 +81,19 @@ export async function callRoute(baseUrl: string, method: string, path: string, a
   if (contentType.includes('application/json') && text) parsed = JSON.parse(text);
   return { status: response.status, contentType: contentType.split(';')[0]!, text, body: parsed };
 }
+
+/**
+ * The sums of a time series' numeric fields over its points, leaving out
+ * the bucket times and `volatile` keys: a series (GET /stats/timeseries)
+ * moves its buckets when a minute passes, so two equivalent calls compare by
+ * their totals.
+ */
+export function seriesTotals(points: unknown[], volatile: RegExp): Record<string, number> {
+  const out: Record<string, number> = {};
+  for (const point of points) {
+    for (const [key, value] of Object.entries(point as Record<string, unknown>)) {
+      if (typeof value === 'number' && !volatile.test(key)) out[key] = (out[key] ?? 0) + value;
+    }
+  }
+  return out;
+}

@@ -20,7 +20,7 @@ import { startTestServer, type TestServer } from '../../../test-support/server.j
 import { grpcClient, toStruct, type GrpcTestClient } from '../../../test-support/grpc.js';
 import { openSse } from '../../../test-support/sse.js';
 import { loadJobsAsIs } from '../../../test-support/job-fixtures.js';
-import { callRoute, isApiRoute, requestFor, slotsOf, type Route, type RouteCall } from '../../../test-support/route-table.js';
+import { callRoute, isApiRoute, requestFor, seriesTotals, slotsOf, type Route, type RouteCall } from '../../../test-support/route-table.js';
 
 const ALLOWED = 'scope-allowed';
 const FORBIDDEN = 'scope-forbidden';
@@ -58,6 +58,7 @@ function normalize(result: Call): string {
   const mask = (value: unknown, key = ''): unknown => {
     if (VOLATILE_KEY.test(key)) return '<volatile>';
     if (typeof value === 'string') return value.replace(ISO, '<ts>');
+    if (key === 'points' && Array.isArray(value)) return mask(seriesTotals(value, VOLATILE_KEY));
     if (Array.isArray(value)) return value.map((v) => mask(v));
     if (value && typeof value === 'object') return Object.fromEntries(Object.entries(value).map(([k, v]) => [k, mask(v, k)]));
     return value;

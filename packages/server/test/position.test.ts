@@ -55,6 +55,10 @@ describe('StreamPosition (SSE resume tokens)', () => {
     assert.equal(StreamPosition.parse(''), null);
     assert.equal(StreamPosition.parse('h42.x7'), null);
     assert.equal(StreamPosition.parse('h42.e'), null);
+    // Numbers past what an event id can be never reach the database (they would not fit a bigint).
+    assert.equal(StreamPosition.parse('999999999999999999'), null, 'a legacy row number that overflows as an event id');
+    assert.equal(StreamPosition.parse('h999999999999999999'), null);
+    assert.equal(StreamPosition.parse('h42.e999999999999999999'), null);
   });
 
   it('reads a token of a server that numbered history by row (one event per row)', () => {

@@ -86,10 +86,10 @@ const events: LogSource = {
   },
 };
 
-/** The events per row of a log. */
-export function eventsPerRow(log: LogName): number {
-  return log === 'history' ? HISTORY_EVENTS_PER_ROW : 1;
-}
-
 /** Every log, in the order a resume replays them. */
 export const LOG_SOURCES: readonly LogSource[] = [history, events];
+
+/** The events per row of a log (its source's `eventsPerRow`). */
+export function eventsPerRow(log: LogName): number {
+  return LOG_SOURCES.find((source) => source.name === log)!.eventsPerRow;
+}

@@ -44,8 +44,10 @@ export class LogPosition {
     return new LogPosition(LogPosition.#lastOf(scannedTo, perRow), gaps, perRow);
   }
 
-  static fromMatch(covered: string, missing: string | undefined, perRow: number, coveredIsRow = false): LogPosition {
+  /** Null when a number is past what an event id can be (a forged or corrupted token). */
+  static fromMatch(covered: string, missing: string | undefined, perRow: number, coveredIsRow = false): LogPosition | null {
     const at = coveredIsRow ? LogPosition.#lastOf(Number(covered), perRow) : Number(covered);
+    if (!Number.isSafeInteger(at)) return null;
     const rows = missing ? missing.split(',').map(Number).filter((row) => row * perRow <= at) : [];
     return new LogPosition(at, rows, perRow);
   }
@@ -123,9 +125,11 @@ export class StreamPosition {
     const match = TOKEN.exec(token.trim());
     if (!match) return null;
     const legacy = match[1] !== 'h';
-    const logs: Partial<Record<LogName, LogPosition>> = { history: LogPosition.fromMatch(match[2]!, match[3], eventsPerRow('history'), legacy) };
-    if (match[4] !== undefined) logs.events = LogPosition.fromMatch(match[4], match[5], eventsPerRow('events'));
-    return new StreamPosition(logs);
+    const history = LogPosition.fromMatch(match[2]!, match[3], eventsPerRow('history'), legacy);
+    const events = match[4] === undefined ? undefined : LogPosition.fromMatch(match[4], match[5], eventsPerRow('events'));
+    // Positions past any event id would reach the database as out-of-range numbers: an unreadable token.
+    if (history === null || events === null) return null;
+    return new StreamPosition(events ? { history, events } : { history });
   }
 
   token(): string {

@@ -77,6 +77,12 @@ describe('upgrade to history rows of many jobs (migration 021)', () => {
       before.set(status, rows.rows.map((r) => [r.event, r.from_status, r.to_status, r.worker_id, r.message]));
     }
 
+    // A job waiting on the running one (an edge from before migration 024, which stamps the jobs others depend on).
+    const { rows: [blocked] } = await t.pool.query<{ id: string }>(
+      `INSERT INTO spool.jobs (organization_id, queue_name, status, payload, dependency_mode, dependencies_met, dependencies_remaining)
+       VALUES ($1, 'upgrade-after', 'pending', '{}', 'all', false, 1) RETURNING id`, [org]);
+    await t.pool.query('INSERT INTO spool.job_dependencies (organization_id, job_id, depends_on_job_id) VALUES ($1, $2, $3)', [org, blocked!.id, jobs.get('processing')!.id]);
+
     const result = await migrate(t.pool);
     assert.ok(result.applied.includes('021_batched_history'), result.applied.join());
 
@@ -95,6 +101,8 @@ describe('upgrade to history rows of many jobs (migration 021)', () => {
     const [done] = await jobCompleteMany(t.pool, org, [{ id: running.id, workerId: 'w-old', leaseId: running.lease! }]);
     assert.equal(done!.ok, true);
     assert.deepEqual((await timelineOf(running.id)).map((e) => e[0]), ['create', 'claim', 'complete']);
+    const released = await t.pool.query<{ dependencies_met: boolean }>('SELECT dependencies_met FROM spool.jobs WHERE id = $1', [blocked!.id]);
+    assert.equal(released.rows[0]!.dependencies_met, true, "the completion released the job that waited on it before the upgrade");
     const [claim] = await jobClaim(t.pool, { organizationId: org, queueName: 'upgrade', workerId: 'w-new', limit: 1, leaseSeconds: 30 });
     assert.equal(claim?.id, jobs.get('pending')!.id);
     await jobCompleteMany(t.pool, org, [{ id: claim!.id, workerId: 'w-new', leaseId: claim!.lease_id! }]);

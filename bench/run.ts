@@ -5,7 +5,8 @@
  * writes bench/results/latest.json, bench/results/s9-series.json (when S9 ran)
  * and BENCHMARKS.md. `--scenarios` takes scenario ids (S3 stands for S3-1w
  * and S3-2w). S9's phases and rate come from the environment (bench/NOTES.md).
- * With `--cost` it measures per-job database cost instead (bench/cost.ts).
+ * With `--cost` it measures per-job database cost instead (bench/cost.ts),
+ * with `--flow` what flow control holds and costs (bench/flow.ts).
  */
 import { execFileSync } from 'node:child_process';
 import { mkdirSync, writeFileSync } from 'node:fs';
@@ -298,8 +299,10 @@ function machine(): Record<string, string> {
   };
 }
 
-// --cost: per-job database cost instead of throughput (bench/cost.ts).
-(argv.includes('--cost') ? import('./cost.js').then((m) => m.runCost()) : main()).then(
+// --cost: per-job database cost instead of throughput (bench/cost.ts); --flow: flow control (bench/flow.ts).
+(argv.includes('--cost') ? import('./cost.js').then((m) => m.runCost())
+  : argv.includes('--flow') ? import('./flow.js').then((m) => m.runFlow())
+  : main()).then(
   () => process.exit(0),
   (err) => {
     console.error(err);

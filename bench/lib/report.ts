@@ -251,6 +251,8 @@ export function renderReport(rows: ResultRow[], ctx: ReportContext): string {
   out.push('');
   const cost = new URL('../results/cost.json', import.meta.url);
   if (existsSync(cost)) out.push(...costSection(JSON.parse(readFileSync(cost, 'utf8')) as CostPhase[]));
+  const flow = new URL('../results/flow.md', import.meta.url);
+  if (existsSync(flow)) out.push(readFileSync(flow, 'utf8').trim(), '');
   const scrape = new URL('../results/metrics-scrape.json', import.meta.url);
   if (existsSync(scrape)) {
     const m = JSON.parse(readFileSync(scrape, 'utf8')) as { rows: number; table_size: string; scrape_ms: { p50: number; p95: number; max: number }; refresh_ms: { p50: number; max: number } };

@@ -53,6 +53,8 @@ export interface QueueConfigRow {
   backoff_max_ms: number;
   backoff_jitter_ms: number;
   concurrency_limit: number | null;
+  /** The rate limit's token bucket size; null = the default, a tenth of rate_limit (at least 1). */
+  rate_limit_burst: number | null;
   settings: Record<string, unknown>;
   created_at: Date;
   updated_at: Date;

@@ -187,31 +187,43 @@ export interface ClaimWithWaitOptions {
   signal?: AbortSignal;
 }
 
+/** What one claim attempt answers: its jobs, and, for a queue out of rate-limit tokens, when to try again. */
+export interface ClaimAttempt<T> {
+  jobs: T[];
+  /** No notification announces refilled tokens, so a long poll sleeps this long and claims again. */
+  retryAfterMs?: number | null;
+}
+
 /**
  * Claims; when nothing is due and `waitMs` > 0, waits for a wakeup of this
- * queue and claims again, until something is claimed or the time is up.
+ * queue (or, on a rate-limited queue out of tokens, for the tokens) and
+ * claims again, until something is claimed or the time is up.
  * A wakeup this caller cannot use (it already has jobs, or it is leaving) and
  * a full batch (more may be due) are passed on to the next waiting claim, so
  * waking one poller per notification never strands a job.
  */
-export async function claimWithWait<T>(waiters: ClaimWaiters, options: ClaimWithWaitOptions, claim: () => Promise<T[]>): Promise<T[]> {
+export async function claimWithWait<T>(waiters: ClaimWaiters, options: ClaimWithWaitOptions, claim: () => Promise<ClaimAttempt<T>>): Promise<T[]> {
   const deadline = Date.now() + Math.max(0, options.waitMs);
   for (;;) {
     if (options.signal?.aborted) return [];
     const waiter = deadline - Date.now() > 0 && !waiters.closed ? waiters.register(options.key) : null;
-    let jobs: T[];
+    let attempt: ClaimAttempt<T>;
     try {
-      jobs = await claim();
+      attempt = await claim();
     } catch (err) {
       if (waiter?.release()) waiters.wakeOne(options.key);
       throw err;
     }
+    const { jobs } = attempt;
     if (jobs.length > 0 || waiter === null) {
       const unusedWake = waiter?.release() ?? false;
       if (unusedWake || jobs.length >= options.limit) waiters.wakeOne(options.key);
       return jobs;
     }
-    const outcome = await waiter.wait(deadline - Date.now(), options.signal);
+    const remaining = deadline - Date.now();
+    const retryAfter = attempt.retryAfterMs ?? null;
+    const outcome = await waiter.wait(retryAfter === null ? remaining : Math.min(remaining, retryAfter), options.signal);
+    if (outcome === 'timeout' && retryAfter !== null && deadline - Date.now() > 0) continue;
     if (outcome !== 'woken') return [];
     if (options.signal?.aborted) {
       waiters.wakeOne(options.key);

@@ -167,11 +167,11 @@ describe('ClaimWaiters over a real notifier', () => {
     const key = ClaimWaiters.key('org', 'pass');
     const queue = ['job-a'];
     let firstClaims = 0;
-    const second = claimWithWait(waiters, { key, waitMs: 3000, limit: 1 }, async () => (queue.length > 0 && firstClaims > 0 ? [queue.shift()!] : []));
+    const second = claimWithWait(waiters, { key, waitMs: 3000, limit: 1 }, async () => ({ jobs: queue.length > 0 && firstClaims > 0 ? [queue.shift()!] : [] }));
     await sleep(50);
     // A claimer that fills its batch passes a wakeup on: the waiting one claims again and finds the job.
     firstClaims = 1;
-    const first = await claimWithWait(waiters, { key, waitMs: 0, limit: 1 }, async () => ['job-0']);
+    const first = await claimWithWait(waiters, { key, waitMs: 0, limit: 1 }, async () => ({ jobs: ['job-0'] }));
     assert.deepEqual(first, ['job-0']);
     assert.deepEqual(await second, ['job-a']);
   });
@@ -183,6 +183,6 @@ describe('ClaimWaiters over a real notifier', () => {
     local.close();
     assert.equal(await outcome, 'closed');
     assert.equal(await local.register('k').wait(30_000), 'closed');
-    assert.deepEqual(await claimWithWait(local, { key: 'k', waitMs: 30_000, limit: 1 }, async () => []), []);
+    assert.deepEqual(await claimWithWait(local, { key: 'k', waitMs: 30_000, limit: 1 }, async () => ({ jobs: [] })), []);
   });
 });

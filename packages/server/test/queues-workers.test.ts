@@ -33,6 +33,21 @@ describe('queues', () => {
     assert.equal((await req('PUT', '/queues/cfg-q/config', { concurrency_limit: null })).body.concurrency_limit, null, 'null removes it');
   });
 
+  it('rate_limit: set, cleared with null; a long-polling claim on a queue out of tokens is answered when tokens come', async () => {
+    const set = await req('PUT', '/queues/rated-q/config', { rate_limit: 2, rate_limit_burst: 1 });
+    assert.deepEqual([set.body.rate_limit, set.body.rate_limit_burst], [2, 1]);
+    await enqueue(server, { queue_name: 'rated-q' });
+    await enqueue(server, { queue_name: 'rated-q' });
+    assert.equal((await claim(server, { queue_name: 'rated-q', limit: 5 })).length, 1, 'a burst of one');
+    // No notification announces the next token (in 0.5 s at 2/s): the wait
+    // must end by itself, long before wait_ms.
+    const waited = await claim(server, { queue_name: 'rated-q', limit: 5, wait_ms: 20_000 });
+    assert.equal(waited.length, 1);
+    assert.equal((await req('PUT', '/queues/rated-q/config', { max_retries: 4 })).body.rate_limit, 2, 'absent keeps the limit');
+    const cleared = await req('PUT', '/queues/rated-q/config', { rate_limit: null, rate_limit_burst: null });
+    assert.deepEqual([cleared.body.rate_limit, cleared.body.rate_limit_burst], [null, null], 'null removes them');
+  });
+
   it('a queue\'s backoff settings drive the retry delay', async () => {
     await req('PUT', '/queues/fast-retry/config', { backoff_base_ms: 0, backoff_max_ms: 0, backoff_jitter_ms: 0 });
     const job = await enqueueAndClaim(server, 'fast-retry');
@@ -46,6 +61,9 @@ describe('queues', () => {
     assertError(await req('PUT', '/queues/v-q/config', { max_retries: 101 }), 400, 'VALIDATION_ERROR', /max_retries/);
     assertError(await req('PUT', '/queues/v-q/config', { default_timeout: 0 }), 400, 'VALIDATION_ERROR', /default_timeout/);
     assertError(await req('PUT', '/queues/v-q/config', { rate_limit: 'fast' }), 400, 'VALIDATION_ERROR', /rate_limit/);
+    assertError(await req('PUT', '/queues/v-q/config', { rate_limit: 0 }), 400, 'VALIDATION_ERROR', /rate_limit/);
+    assertError(await req('PUT', '/queues/v-q/config', { rate_limit_burst: 0 }), 400, 'VALIDATION_ERROR', /rate_limit_burst/);
+    assertError(await req('PUT', '/queues/v-q/config', { rate_limit_burst: 100_001 }), 400, 'VALIDATION_ERROR', /rate_limit_burst/);
     assertError(await req('PUT', '/queues/v-q/config', { enabled: 'yes' }), 400, 'VALIDATION_ERROR', /enabled/);
     assertError(await req('PUT', '/queues/v-q/config', { backoff_jitter_ms: -1 }), 400, 'VALIDATION_ERROR', /backoff_jitter_ms/);
     assertError(await req('PUT', '/queues/.hidden/config', {}), 400, 'VALIDATION_ERROR', /name/);
@@ -74,7 +92,7 @@ describe('queues', () => {
     assert.equal(first.status, 200, first.text);
     assert.deepEqual(
       { ...first.body, id: undefined, created_at: undefined, updated_at: undefined },
-      { id: undefined, organization_id: other.organizationId, queue_name: 'implicit-q', max_retries: 3, default_timeout: 300, rate_limit: null, enabled: true, settings: {}, created_at: undefined, updated_at: undefined, paused_at: null, pause_reason: null, backoff_base_ms: 1000, backoff_max_ms: 60000, backoff_jitter_ms: 500, concurrency_limit: null, configured: false },
+      { id: undefined, organization_id: other.organizationId, queue_name: 'implicit-q', max_retries: 3, default_timeout: 300, rate_limit: null, enabled: true, settings: {}, created_at: undefined, updated_at: undefined, paused_at: null, pause_reason: null, backoff_base_ms: 1000, backoff_max_ms: 60000, backoff_jitter_ms: 500, concurrency_limit: null, rate_limit_burst: null, configured: false },
     );
     assert.match(first.body.id, /^[0-9a-f-]{36}$/);
     assert.equal((await h('GET', '/queues/implicit-q')).body.id, first.body.id, 'the same id on every read');

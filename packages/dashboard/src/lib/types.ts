@@ -88,6 +88,7 @@ export interface QueueConfig extends QueueSummary {
   backoff_max_ms?: number;
   backoff_jitter_ms?: number;
   concurrency_limit?: number | null;
+  rate_limit_burst?: number | null;
 }
 
 export interface QueueStats {

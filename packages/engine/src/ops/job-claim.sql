@@ -22,18 +22,20 @@
 -- Each range is its own locked subquery because FOR UPDATE cannot apply to
 -- a UNION; Append reads them in order and stops at the LIMIT.
 --
--- $6 selects the capped form for a queue with a concurrency_limit: the
--- caller has locked that queue's config row (queue-lock-capped.sql) in
--- this transaction, so this statement's fresh snapshot counts every job
--- the previous holder started. Uncapped claims ($6 false) skip capped
--- queues entirely, and never evaluate the count (init plans run lazily).
--- A paused queue has no room.
+-- $6 selects the capped form for a queue with a concurrency_limit or a
+-- rate_limit: the caller has locked that queue's config row
+-- (queue-lock-capped.sql) in this transaction, so this statement's fresh
+-- snapshot counts every job the previous holder started, and $3 is no more
+-- than the tokens the lock took from a rate-limited queue's bucket; those
+-- this claim does not use go back (`unused`). Uncapped claims ($6 false)
+-- skip capped queues entirely, and never evaluate the count (init plans run
+-- lazily). A paused queue has no room.
 WITH room AS MATERIALIZED (
   SELECT CASE
     WHEN EXISTS (
       SELECT 1 FROM spool.queue_config qc
       WHERE qc.organization_id = $1 AND qc.queue_name = $2
-        AND (NOT qc.enabled OR (qc.concurrency_limit IS NOT NULL AND NOT $6::boolean))
+        AND (NOT qc.enabled OR ((qc.concurrency_limit IS NOT NULL OR qc.rate_limit IS NOT NULL) AND NOT $6::boolean))
     ) THEN 0
     WHEN $6::boolean THEN greatest(0, least($3::int, (
       SELECT qc.concurrency_limit FROM spool.queue_config qc
@@ -104,5 +106,11 @@ history AS (
   UNION ALL
   SELECT organization_id, id, queue_name, 'claim', 'pending', 'processing', assigned_worker_id, lease_id, NULL, NULL
   FROM claimed WHERE started_at < now()
+),
+unused AS (
+  UPDATE spool.queue_config q
+  SET rate_tokens = q.rate_tokens + ($3::int - (SELECT count(*) FROM claimed))
+  WHERE $6::boolean AND q.organization_id = $1 AND q.queue_name = $2
+    AND q.rate_limit IS NOT NULL AND (SELECT count(*) FROM claimed) < $3::int
 )
 SELECT * FROM claimed ORDER BY priority DESC, created_at ASC, id ASC;

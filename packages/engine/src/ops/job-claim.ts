@@ -55,11 +55,24 @@ function byClaimOrder(a: JobRow, b: JobRow): number {
   return b.priority - a.priority || a.created_at.getTime() - b.created_at.getTime() || (a.id < b.id ? -1 : a.id > b.id ? 1 : 0);
 }
 
+/** A claim's outcome: the jobs, and when a rate-limited queue has its next tokens. */
+export interface ClaimOutcome {
+  jobs: JobRow[];
+  /**
+   * Set when the queue's rate limit (not a lack of due jobs) cut the claim
+   * short: how long until the bucket holds a batch's worth of tokens (the
+   * claim's limit, or the burst when that is smaller). A long poll sleeps
+   * this long instead of waiting for a notification that will not come.
+   */
+  retryAfterMs: number | null;
+}
+
 /**
  * Leases up to `limit` due jobs of one queue to `workerId`, highest priority
  * first, then oldest. Each returned row carries a new `lease_id`. Concurrent
  * callers never receive the same job. A paused queue yields nothing; a
- * queue with a `concurrency_limit` never has more processing jobs than that.
+ * queue with a `concurrency_limit` never has more processing jobs than that,
+ * and one with a `rate_limit` never starts more than its token bucket holds.
  *
  * While a queue's batches come back full, the next claim starts reading
  * after the last one (the claim floor) instead of from the start of the
@@ -67,6 +80,11 @@ function byClaimOrder(a: JobRow, b: JobRow): number {
  * see CLAIM_FLOOR_TTL_MS for what that costs in order.
  */
 export async function jobClaim(db: Queryable, params: ClaimParams): Promise<JobRow[]> {
+  return (await jobClaimOutcome(db, params)).jobs;
+}
+
+/** jobClaim, and when a rate-limited queue may be claimed again. */
+export async function jobClaimOutcome(db: Queryable, params: ClaimParams): Promise<ClaimOutcome> {
   const limit = clamp(Math.trunc(params.limit), 1, LIMITS.claimLimitMax);
   const lease = clamp(Math.trunc(params.leaseSeconds), LIMITS.leaseSecondsMin, LIMITS.leaseSecondsMax);
   const claimOf = (n: number, floorJobId: string | null, capped: boolean) =>
@@ -95,15 +113,35 @@ export async function jobClaim(db: Queryable, params: ClaimParams): Promise<JobR
     // Queues that stop being claimed after a full batch would stay forever; the oldest go first.
     if (floors.size > MAX_FLOORS) floors.delete(floors.keys().next().value!);
   }
-  if (claimed.length > 0) return claimed;
-  // Nothing claimable, or the queue has a concurrency_limit, which the fast
-  // path leaves alone: capped queues pay for a transaction, others for one
-  // primary-key probe when they come back empty.
-  if ((await run(db, isCapped, [params.organizationId, params.queueName])).length === 0) return [];
-  const capped = async (client: Queryable) => {
-    const locked = await run(client, lockCapped, [params.organizationId, params.queueName]);
-    return locked.length === 0 ? [] : run<JobRow>(client, statement, claimOf(limit, null, true));
+  if (claimed.length > 0) return { jobs: claimed, retryAfterMs: null };
+  // Nothing claimable, or the queue is capped (a concurrency_limit or a
+  // rate_limit), which the fast path leaves alone: capped queues pay for a
+  // transaction, others for one primary-key probe when they come back empty.
+  if ((await run(db, isCapped, [params.organizationId, params.queueName])).length === 0) return { jobs: [], retryAfterMs: null };
+  const capped = async (client: Queryable): Promise<ClaimOutcome> => {
+    const [locked] = await run<CappedLock>(client, lockCapped, [params.organizationId, params.queueName, limit]);
+    if (!locked) return { jobs: [], retryAfterMs: null };
+    const n = locked.reserved ?? limit;
+    const jobs = n === 0 ? [] : await run<JobRow>(client, statement, claimOf(n, null, true));
+    // Out of tokens: every reserved token used (or none to reserve) and fewer than asked for.
+    const tokenBound = locked.reserved !== null && n < limit && jobs.length === n;
+    return { jobs, retryAfterMs: tokenBound ? refillMs(locked, limit) : null };
   };
   // A caller's own client is assumed to be in its transaction already.
   return db instanceof pg.Pool ? transaction(db, capped) : capped(db);
+}
+
+/** queue-lock-capped.sql's row; the bucket fields are null for a queue without a rate limit. */
+interface CappedLock {
+  concurrency_limit: number | null;
+  reserved: number | null;
+  tokens: number | null;
+  rate: number | null;
+  burst: number | null;
+}
+
+/** Milliseconds until a rate-limited queue's bucket holds a batch's worth of tokens again. */
+function refillMs(locked: CappedLock, limit: number): number {
+  const wanted = Math.min(limit, locked.burst!);
+  return Math.max(1, Math.ceil(((wanted - locked.tokens!) / locked.rate!) * 1000));
 }

@@ -1,9 +1,39 @@
--- Locks the config row of a queue that has a concurrency_limit, so capped
--- claims of that queue take turns: without the lock, two claimers could
--- each count the same free room and together start more than the limit.
--- Returns no row when the queue is uncapped or paused (nothing to claim).
-SELECT concurrency_limit
-FROM spool.queue_config
-WHERE organization_id = $1 AND queue_name = $2
-  AND enabled AND concurrency_limit IS NOT NULL
-FOR UPDATE;
+-- Locks the config row of a capped queue (a concurrency_limit or a
+-- rate_limit), so capped claims of that queue take turns: without the lock,
+-- two claimers could each count the same free room (or the same tokens) and
+-- together start more than the limit. Returns no row when the queue is
+-- uncapped or paused (nothing to claim).
+--
+-- A rate-limited queue's token bucket (migration 025) is refilled here for
+-- the time since the last claim, up to its burst, and up to $3 whole tokens
+-- are taken at once for the claim that follows in this transaction
+-- (job-claim.sql gives back what it does not use). `reserved` is NULL for a
+-- queue without a rate limit; `tokens` is what is left in the bucket and
+-- `rate` its refill per second, from which the caller tells a claim with no
+-- token when the next ones come. clock_timestamp(), not now(): the lock may
+-- have been waited for, and the time waited refills the bucket too.
+WITH locked AS (
+  SELECT q.id, q.concurrency_limit, q.rate_limit,
+         coalesce(q.rate_limit_burst, greatest(1, ceil(q.rate_limit / 10.0)))::int AS burst,
+         q.rate_tokens, q.rate_refilled_at
+  FROM spool.queue_config q
+  WHERE q.organization_id = $1 AND q.queue_name = $2
+    AND q.enabled AND (q.concurrency_limit IS NOT NULL OR q.rate_limit IS NOT NULL)
+  FOR UPDATE
+),
+bucket AS MATERIALIZED (
+  SELECT l.id, l.burst, clock_timestamp() AS at,
+         least(l.burst::float8, coalesce(l.rate_tokens + greatest(0, extract(epoch FROM clock_timestamp() - l.rate_refilled_at)) * l.rate_limit, l.burst)) AS available
+  FROM locked l
+  WHERE l.rate_limit IS NOT NULL
+),
+taken AS (
+  UPDATE spool.queue_config q
+  SET rate_tokens = b.available - least($3::int, floor(b.available)::int),
+      rate_refilled_at = b.at
+  FROM bucket b
+  WHERE q.id = b.id
+  RETURNING least($3::int, floor(b.available)::int) AS reserved, q.rate_tokens AS tokens, q.rate_limit AS rate, b.burst
+)
+SELECT l.concurrency_limit, t.reserved, t.tokens, t.rate, t.burst
+FROM locked l LEFT JOIN taken t ON true;

@@ -21,7 +21,10 @@ export async function queueResume(db: Queryable, organizationId: string, queueNa
 export interface QueueConfigPatch {
   maxRetries?: number | null;
   defaultTimeout?: number | null;
+  /** Most jobs started per second across all workers; null removes the limit, undefined keeps it. */
   rateLimit?: number | null;
+  /** The rate limit's token bucket size; null restores the default (a tenth of a second's worth), undefined keeps it. */
+  rateLimitBurst?: number | null;
   enabled?: boolean | null;
   settings?: Record<string, unknown> | null;
   backoffBaseMs?: number | null;
@@ -46,6 +49,9 @@ export async function queueConfigUpsert(db: Queryable, organizationId: string, q
     patch.backoffJitterMs ?? null,
     patch.concurrencyLimit ?? null,
     patch.concurrencyLimit === null,
+    patch.rateLimitBurst ?? null,
+    patch.rateLimit === null,
+    patch.rateLimitBurst === null,
   ]);
   return rows[0]!;
 }

@@ -1,7 +1,8 @@
 import type { UntypedServiceImplementation } from '@grpc/grpc-js';
 import { LeaseExpiredError, LIMITS, NotFoundError, PayloadTooLargeError, ValidationError } from '@spool/protocol';
 import {
-  jobClaim,
+  jobClaimOutcome,
+  type ClaimOutcome,
   jobFailMany,
   jobGet,
   jobHeartbeat,
@@ -103,8 +104,8 @@ export async function enqueue(ctx: GrpcContext, grant: Grant, request: EnqueueRe
 }
 
 /** Claims up to `limit` due jobs of a queue for a worker (REST claim semantics). */
-export async function claimJobs(ctx: GrpcContext, grant: Grant, queueName: string, workerId: string, limit: number, lease: number): Promise<JobRow[]> {
-  return ctx.metrics.timeClaim(() => jobClaim(ctx.db, { organizationId: grant.organizationId, queueName, workerId, limit, leaseSeconds: lease }));
+export async function claimJobs(ctx: GrpcContext, grant: Grant, queueName: string, workerId: string, limit: number, lease: number): Promise<ClaimOutcome> {
+  return ctx.metrics.timeClaim(() => jobClaimOutcome(ctx.db, { organizationId: grant.organizationId, queueName, workerId, limit, leaseSeconds: lease }));
 }
 
 /** Checks a dequeue-shaped request; returns the clamped claim parameters. */
@@ -118,7 +119,7 @@ export function dequeueParams(grant: Grant, request: { queue_name: string; worke
 /** Leases a batch; an empty list (never an error) when nothing is due. */
 export async function dequeue(ctx: GrpcContext, grant: Grant, request: DequeueRequest): Promise<{ jobs: ProtoJob[] }> {
   const p = dequeueParams(grant, request);
-  const rows = await claimJobs(ctx, grant, p.queueName, p.workerId, p.limit, p.lease);
+  const { jobs: rows } = await claimJobs(ctx, grant, p.queueName, p.workerId, p.limit, p.lease);
   return { jobs: rows.map(jobToProto) };
 }
 

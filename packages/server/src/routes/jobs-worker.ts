@@ -1,7 +1,7 @@
 import type { FastifyInstance, FastifyReply } from 'fastify';
 import { Type, type Static } from 'typebox';
 import { LIMITS, PayloadTooLargeError, clamp } from '@spool/protocol';
-import { jobClaim, jobCompleteMany, jobFailMany, jobHeartbeat, type FenceFailure } from '@spool/engine';
+import { jobClaimOutcome, jobCompleteMany, jobFailMany, jobHeartbeat, type FenceFailure } from '@spool/engine';
 import { ClaimWaiters, claimWithWait } from '../claim-waiters.js';
 import type { AppContext } from '../app.js';
 import type { Grant } from '../authorization.js';
@@ -133,7 +133,7 @@ export function jobWorkerRoutes(app: FastifyInstance, ctx: AppContext): void {
     const auth = grantOf(request).auth;
     const body = request.body;
     const limit = clamp(body.limit ?? 1, 1, LIMITS.claimLimitMax);
-    const claim = () => ctx.metrics.timeClaim(() => jobClaim(ctx.db, {
+    const claim = () => ctx.metrics.timeClaim(() => jobClaimOutcome(ctx.db, {
       organizationId: auth.organizationId,
       queueName: body.queue_name,
       workerId: body.worker_id,

@@ -31,6 +31,7 @@ export interface JobRow {
   dependency_mode: 'all' | 'any' | null;
   dependencies_met: boolean | null;
   cancel_requested_at: Date | null;
+  concurrency_key: string | null;
   /** Pending but waiting out a retry backoff until scheduled_at (out of the claim index). */
   in_backoff: boolean;
   /** Dependencies not yet completed (null: the job never had any). */
@@ -55,6 +56,8 @@ export interface QueueConfigRow {
   concurrency_limit: number | null;
   /** The rate limit's token bucket size; null = the default, a tenth of rate_limit (at least 1). */
   rate_limit_burst: number | null;
+  /** Most processing jobs per concurrency_key; null = no limit. */
+  concurrency_key_limit: number | null;
   settings: Record<string, unknown>;
   created_at: Date;
   updated_at: Date;

@@ -12,6 +12,7 @@ export const LIMITS = {
   /** A job's timeout when neither it nor its queue's config says (default_timeout). */
   timeoutSecondsDefault: 300,
   idempotencyKeyMax: 255,
+  concurrencyKeyMax: 255,
   payloadBytesMax: 1024 * 1024,
   tagsBytesMax: 64 * 1024,
   leaseSecondsMin: 5,

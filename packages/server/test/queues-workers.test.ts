@@ -48,6 +48,21 @@ describe('queues', () => {
     assert.deepEqual([cleared.body.rate_limit, cleared.body.rate_limit_burst], [null, null], 'null removes them');
   });
 
+  it('concurrency keys: concurrency_key on single and bulk enqueue, concurrency_key_limit on the queue', async () => {
+    const set = await req('PUT', '/queues/keyed-q/config', { concurrency_key_limit: 1 });
+    assert.equal(set.body.concurrency_key_limit, 1);
+    const single = await enqueue(server, { queue_name: 'keyed-q', concurrency_key: 'customer-1' });
+    const bulk = await req('POST', '/jobs/bulk', { queue_name: 'keyed-q', jobs: [{ payload: {}, concurrency_key: 'customer-1' }, { payload: {}, concurrency_key: 'customer-2' }, { payload: {}, concurrency_key: '' }] });
+    assert.equal(bulk.body.success_count, 2, bulk.text);
+    assert.match(bulk.body.failed[0].error, /concurrency_key/);
+    assert.equal((await req('GET', `/jobs/${single}`)).body.concurrency_key, 'customer-1');
+    const claimed = await claim(server, { queue_name: 'keyed-q', limit: 10 });
+    assert.deepEqual(claimed.map((job) => job.concurrency_key).sort(), ['customer-1', 'customer-2'], 'one job per key at a time');
+    assertError(await req('POST', '/jobs', { queue_name: 'keyed-q', payload: {}, concurrency_key: 'k'.repeat(256) }), 400, 'VALIDATION_ERROR', /concurrency_key/);
+    assertError(await req('PUT', '/queues/keyed-q/config', { concurrency_key_limit: 0 }), 400, 'VALIDATION_ERROR', /concurrency_key_limit/);
+    assert.equal((await req('PUT', '/queues/keyed-q/config', { concurrency_key_limit: null })).body.concurrency_key_limit, null, 'null removes it');
+  });
+
   it('a queue\'s backoff settings drive the retry delay', async () => {
     await req('PUT', '/queues/fast-retry/config', { backoff_base_ms: 0, backoff_max_ms: 0, backoff_jitter_ms: 0 });
     const job = await enqueueAndClaim(server, 'fast-retry');
@@ -92,7 +107,7 @@ describe('queues', () => {
     assert.equal(first.status, 200, first.text);
     assert.deepEqual(
       { ...first.body, id: undefined, created_at: undefined, updated_at: undefined },
-      { id: undefined, organization_id: other.organizationId, queue_name: 'implicit-q', max_retries: 3, default_timeout: 300, rate_limit: null, enabled: true, settings: {}, created_at: undefined, updated_at: undefined, paused_at: null, pause_reason: null, backoff_base_ms: 1000, backoff_max_ms: 60000, backoff_jitter_ms: 500, concurrency_limit: null, rate_limit_burst: null, configured: false },
+      { id: undefined, organization_id: other.organizationId, queue_name: 'implicit-q', max_retries: 3, default_timeout: 300, rate_limit: null, enabled: true, settings: {}, created_at: undefined, updated_at: undefined, paused_at: null, pause_reason: null, backoff_base_ms: 1000, backoff_max_ms: 60000, backoff_jitter_ms: 500, concurrency_limit: null, rate_limit_burst: null, concurrency_key_limit: null, configured: false },
     );
     assert.match(first.body.id, /^[0-9a-f-]{36}$/);
     assert.equal((await h('GET', '/queues/implicit-q')).body.id, first.body.id, 'the same id on every read');

@@ -89,6 +89,7 @@ export interface QueueConfig extends QueueSummary {
   backoff_jitter_ms?: number;
   concurrency_limit?: number | null;
   rate_limit_burst?: number | null;
+  concurrency_key_limit?: number | null;
 }
 
 export interface QueueStats {

@@ -66,11 +66,11 @@ function ConfigDialog({ name, onClose, onSaved }: { name: string; onClose: () =>
       return raw === '' ? null : Number(raw);
     };
     const body: Record<string, unknown> = { queue_name: target, max_retries: int('max_retries'), default_timeout: int('default_timeout'), rate_limit: int('rate_limit') };
-    for (const field of ['backoff_base_ms', 'backoff_max_ms', 'backoff_jitter_ms', 'concurrency_limit', 'rate_limit_burst']) {
+    for (const field of ['backoff_base_ms', 'backoff_max_ms', 'backoff_jitter_ms', 'concurrency_limit', 'rate_limit_burst', 'concurrency_key_limit']) {
       if (form.has(field)) body[field] = int(field);
     }
     // Empty means "none" (or "the default") for the limits, "unchanged" for the rest.
-    const nullable = ['rate_limit', 'concurrency_limit', 'rate_limit_burst'];
+    const nullable = ['rate_limit', 'concurrency_limit', 'rate_limit_burst', 'concurrency_key_limit'];
     for (const key of Object.keys(body)) if (body[key] === null && !nullable.includes(key)) delete body[key];
     setBusy(true);
     setError(null);
@@ -102,6 +102,7 @@ function ConfigDialog({ name, onClose, onSaved }: { name: string; onClose: () =>
               <label>Backoff cap (ms)<input name="backoff_max_ms" type="number" min={0} defaultValue={c?.backoff_max_ms ?? 60000} /></label>
               <label>Backoff jitter (ms)<input name="backoff_jitter_ms" type="number" min={0} defaultValue={c?.backoff_jitter_ms ?? 500} /></label>
               <label>Concurrency limit (empty = none)<input name="concurrency_limit" type="number" min={1} defaultValue={c?.concurrency_limit ?? ''} /></label>
+              <label>Per-key concurrency limit (jobs with the same concurrency_key; empty = none)<input name="concurrency_key_limit" type="number" min={1} max={100000} defaultValue={c?.concurrency_key_limit ?? ''} /></label>
               <label>Rate limit burst (jobs at once; empty = a tenth of the rate)<input name="rate_limit_burst" type="number" min={1} max={100000} defaultValue={c?.rate_limit_burst ?? ''} /></label>
             </fieldset>
           ) : null}

@@ -22,8 +22,8 @@
 -- Each range is its own locked subquery because FOR UPDATE cannot apply to
 -- a UNION; Append reads them in order and stops at the LIMIT.
 --
--- $6 selects the capped form for a queue with a concurrency_limit or a
--- rate_limit: the caller has locked that queue's config row
+-- $6 selects the capped form for a queue with a concurrency_limit, a
+-- rate_limit or a concurrency_key_limit: the caller has locked that queue's config row
 -- (queue-lock-capped.sql) in this transaction, so this statement's fresh
 -- snapshot counts every job the previous holder started, and $3 is no more
 -- than the tokens the lock took from a rate-limited queue's bucket; those
@@ -31,30 +31,41 @@
 -- skip capped queues entirely, and never evaluate the count (init plans run
 -- lazily). A paused queue has no room.
 WITH room AS MATERIALIZED (
-  SELECT CASE
-    WHEN EXISTS (
-      SELECT 1 FROM spool.queue_config qc
-      WHERE qc.organization_id = $1 AND qc.queue_name = $2
-        AND (NOT qc.enabled OR ((qc.concurrency_limit IS NOT NULL OR qc.rate_limit IS NOT NULL) AND NOT $6::boolean))
-    ) THEN 0
-    WHEN $6::boolean THEN greatest(0, least($3::int, (
-      SELECT qc.concurrency_limit FROM spool.queue_config qc
-      WHERE qc.organization_id = $1 AND qc.queue_name = $2
-    ) - (
-      SELECT count(*) FROM spool.jobs p
-      WHERE p.organization_id = $1 AND p.queue_name = $2 AND p.status = 'processing'
-    )::int))
-    ELSE $3::int END AS n
+  SELECT r.n, r.key_limit,
+         -- Over-read for a keyed queue: jobs of a key the batch fills are left out.
+         CASE WHEN r.key_limit IS NULL THEN r.n ELSE least(r.n * 4, 400) END AS scan
+  FROM (
+    SELECT CASE
+      WHEN NOT coalesce(qc.enabled, true) THEN 0
+      WHEN NOT $6::boolean AND (qc.concurrency_limit IS NOT NULL OR qc.rate_limit IS NOT NULL OR qc.concurrency_key_limit IS NOT NULL) THEN 0
+      WHEN $6::boolean AND qc.concurrency_limit IS NOT NULL THEN greatest(0, least($3::int, qc.concurrency_limit - (
+        SELECT count(*) FROM spool.jobs p
+        WHERE p.organization_id = $1 AND p.queue_name = $2 AND p.status = 'processing'
+      )::int))
+      ELSE $3::int END AS n,
+      CASE WHEN $6::boolean THEN qc.concurrency_key_limit END AS key_limit
+    FROM (SELECT 1) one
+    LEFT JOIN spool.queue_config qc ON qc.organization_id = $1 AND qc.queue_name = $2
+  ) r
 ),
 floor AS MATERIALIZED (
   SELECT coalesce(f.priority, 101) AS priority, f.created_at, f.id
   FROM (SELECT 1) one
   LEFT JOIN spool.jobs f ON f.id = $7::uuid AND f.organization_id = $1
 ),
-picked AS (
-  SELECT id FROM (
-    SELECT id FROM (
-      SELECT id FROM spool.claimable_jobs
+-- A keyed queue's processing jobs per concurrency_key (only read when
+-- room.key_limit is set: capped claims of a queue with a
+-- concurrency_key_limit).
+running AS MATERIALIZED (
+  SELECT concurrency_key, count(*)::int AS n
+  FROM spool.jobs
+  WHERE organization_id = $1 AND queue_name = $2 AND status = 'processing' AND concurrency_key IS NOT NULL
+  GROUP BY concurrency_key
+),
+candidates AS (
+  SELECT * FROM (
+    SELECT * FROM (
+      SELECT id, priority, created_at, concurrency_key FROM spool.claimable_jobs
       WHERE organization_id = $1 AND queue_name = $2
         AND priority > (SELECT priority FROM floor)
       ORDER BY priority DESC, created_at ASC, id ASC
@@ -62,8 +73,8 @@ picked AS (
       FOR UPDATE SKIP LOCKED
     ) higher
     UNION ALL
-    SELECT id FROM (
-      SELECT id FROM spool.claimable_jobs
+    SELECT * FROM (
+      SELECT id, priority, created_at, concurrency_key FROM spool.claimable_jobs
       WHERE organization_id = $1 AND queue_name = $2
         AND priority = (SELECT priority FROM floor)
         AND (created_at, id) > (SELECT created_at, id FROM floor)
@@ -72,16 +83,37 @@ picked AS (
       FOR UPDATE SKIP LOCKED
     ) after_floor
     UNION ALL
-    SELECT id FROM (
-      SELECT id FROM spool.claimable_jobs
+    -- Capped claims come without a floor, so this range is their whole
+    -- queue, and the only one that passes over the jobs of full keys
+    -- (without blocking the keys behind them).
+    SELECT * FROM (
+      SELECT id, priority, created_at, concurrency_key FROM spool.claimable_jobs
       WHERE organization_id = $1 AND queue_name = $2
         AND priority < (SELECT priority FROM floor)
+        AND ((SELECT key_limit FROM room) IS NULL OR concurrency_key IS NULL
+             OR concurrency_key <> ALL (coalesce((SELECT array_agg(concurrency_key) FROM running
+                                                  WHERE n >= (SELECT key_limit FROM room)), '{}')))
       ORDER BY priority DESC, created_at ASC, id ASC
-      LIMIT (SELECT n FROM room)
+      LIMIT (SELECT scan FROM room)
       FOR UPDATE SKIP LOCKED
     ) lower
-  ) candidates
-  LIMIT (SELECT n FROM room)
+  ) c
+  LIMIT (SELECT scan FROM room)
+),
+-- Unkeyed: the candidates. Keyed: in claim order, each key's candidates
+-- up to what its running jobs leave of the key limit.
+picked AS (
+  SELECT id FROM candidates WHERE (SELECT key_limit FROM room) IS NULL
+  UNION ALL
+  (SELECT k.id
+   FROM (SELECT c.id, c.priority, c.created_at, c.concurrency_key,
+                row_number() OVER (PARTITION BY c.concurrency_key ORDER BY c.priority DESC, c.created_at, c.id) AS nth
+         FROM candidates c
+         WHERE (SELECT key_limit FROM room) IS NOT NULL) k
+   LEFT JOIN running r ON r.concurrency_key = k.concurrency_key
+   WHERE k.concurrency_key IS NULL OR k.nth + coalesce(r.n, 0) <= (SELECT key_limit FROM room)
+   ORDER BY k.priority DESC, k.created_at, k.id
+   LIMIT (SELECT n FROM room))
 ),
 claimed AS (
   UPDATE spool.jobs j

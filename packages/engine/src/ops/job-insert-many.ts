@@ -18,6 +18,8 @@ export interface NewJob {
   tags?: Record<string, unknown> | null;
   parentJobId?: string | null;
   completionWebhook?: string | null;
+  /** Counts against the queue's concurrency_key_limit while processing. */
+  concurrencyKey?: string | null;
 }
 
 export interface InsertedJob {
@@ -68,6 +70,7 @@ export async function jobInsertMany(db: Queryable, jobs: NewJob[]): Promise<Inse
       sent.map((s) => s.job.completionWebhook ?? null),
       LIMITS.maxRetriesDefault,
       LIMITS.timeoutSecondsDefault,
+      sent.map((s) => s.job.concurrencyKey ?? null),
     ],
   );
 

@@ -1,7 +1,7 @@
 -- Creates or updates a queue's config. A NULL parameter keeps the current
 -- value (or the default for a new row). Disabling through config pauses.
 -- $12 true clears concurrency_limit when $11 is NULL, $14 rate_limit when
--- $5 is, $15 rate_limit_burst when $13 is (the limits are nullable on the
+-- $5 is, $15 rate_limit_burst when $13 is, $17 concurrency_key_limit when $16 is (the limits are nullable on the
 -- wire: null means "no limit" or "the default", absent means "unchanged").
 -- Enabling or disabling writes queue.resumed / queue.paused in the same
 -- statement (one NOTIFY on spool_events), as POST pause/resume do.
@@ -13,16 +13,17 @@ WITH prior AS (
 upserted AS (
   INSERT INTO spool.queue_config AS q (organization_id, queue_name, max_retries, default_timeout, rate_limit, enabled,
                                        paused_at, settings, backoff_base_ms, backoff_max_ms, backoff_jitter_ms, concurrency_limit,
-                                       rate_limit_burst)
+                                       rate_limit_burst, concurrency_key_limit)
   SELECT $1, $2, coalesce($3, 3), coalesce($4, 300), $5, coalesce($6, true),
          CASE WHEN coalesce($6, true) THEN NULL ELSE now() END,
-         coalesce($7::jsonb, '{}'::jsonb), coalesce($8, 1000), coalesce($9, 60000), coalesce($10, 500), $11, $13
+         coalesce($7::jsonb, '{}'::jsonb), coalesce($8, 1000), coalesce($9, 60000), coalesce($10, 500), $11, $13, $16
   FROM (SELECT count(*) FROM prior) AS read_first
   ON CONFLICT (organization_id, queue_name) DO UPDATE
   SET max_retries = coalesce($3, q.max_retries),
       default_timeout = coalesce($4, q.default_timeout),
       rate_limit = CASE WHEN $14::boolean THEN $5 ELSE coalesce($5, q.rate_limit) END,
       rate_limit_burst = CASE WHEN $15::boolean THEN $13 ELSE coalesce($13, q.rate_limit_burst) END,
+      concurrency_key_limit = CASE WHEN $17::boolean THEN $16 ELSE coalesce($16, q.concurrency_key_limit) END,
       enabled = coalesce($6, q.enabled),
       paused_at = CASE WHEN coalesce($6, q.enabled) THEN NULL ELSE coalesce(q.paused_at, now()) END,
       pause_reason = CASE WHEN coalesce($6, q.enabled) THEN NULL ELSE q.pause_reason END,

@@ -1,5 +1,5 @@
--- Locks the config row of a capped queue (a concurrency_limit or a
--- rate_limit), so capped claims of that queue take turns: without the lock,
+-- Locks the config row of a capped queue (a concurrency_limit, a
+-- rate_limit or a concurrency_key_limit), so capped claims of that queue take turns: without the lock,
 -- two claimers could each count the same free room (or the same tokens) and
 -- together start more than the limit. Returns no row when the queue is
 -- uncapped or paused (nothing to claim).
@@ -18,7 +18,7 @@ WITH locked AS (
          q.rate_tokens, q.rate_refilled_at
   FROM spool.queue_config q
   WHERE q.organization_id = $1 AND q.queue_name = $2
-    AND q.enabled AND (q.concurrency_limit IS NOT NULL OR q.rate_limit IS NOT NULL)
+    AND q.enabled AND (q.concurrency_limit IS NOT NULL OR q.rate_limit IS NOT NULL OR q.concurrency_key_limit IS NOT NULL)
   FOR UPDATE
 ),
 bucket AS MATERIALIZED (

@@ -25,6 +25,8 @@ export interface QueueConfigPatch {
   rateLimit?: number | null;
   /** The rate limit's token bucket size; null restores the default (a tenth of a second's worth), undefined keeps it. */
   rateLimitBurst?: number | null;
+  /** Most processing jobs per concurrency_key; null removes the limit, undefined keeps it. */
+  concurrencyKeyLimit?: number | null;
   enabled?: boolean | null;
   settings?: Record<string, unknown> | null;
   backoffBaseMs?: number | null;
@@ -52,6 +54,8 @@ export async function queueConfigUpsert(db: Queryable, organizationId: string, q
     patch.rateLimitBurst ?? null,
     patch.rateLimit === null,
     patch.rateLimitBurst === null,
+    patch.concurrencyKeyLimit ?? null,
+    patch.concurrencyKeyLimit === null,
   ]);
   return rows[0]!;
 }

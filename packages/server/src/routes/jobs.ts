@@ -20,7 +20,7 @@ import { grantOf } from '../http/route-authorization.js';
 import { contractChoice, contractInt } from '../http/warnings.js';
 import { admitJobs, enqueueAdmitted } from '../http/job-admission.js';
 import { assertWebhookTarget, webhookPolicy } from '../webhooks/ssrf.js';
-import { DateTime, IdempotencyKey, IdParams, MaxRetries, Priority, QueueName, Tags, TimeoutSeconds, jsonBytes, nullable } from '../wire/common.js';
+import { ConcurrencyKey, DateTime, IdempotencyKey, IdParams, MaxRetries, Priority, QueueName, Tags, TimeoutSeconds, jsonBytes, nullable } from '../wire/common.js';
 import { JobSchema, JobSummarySchema, jobSummaryToWire, jobToWire } from '../wire/job.js';
 
 const CreateJobBody = Type.Object({
@@ -35,6 +35,7 @@ const CreateJobBody = Type.Object({
   tags: Type.Optional(nullable(Tags)),
   parent_job_id: Type.Optional(nullable(Type.String({ maxLength: 100 }))),
   completion_webhook: Type.Optional(nullable(Type.String({ maxLength: 2048, format: 'uri' }))),
+  concurrency_key: Type.Optional(nullable(ConcurrencyKey)),
 });
 type CreateJobBody = Static<typeof CreateJobBody>;
 
@@ -67,6 +68,7 @@ export function toNewJob(organizationId: string, queueName: string, body: Omit<C
     tags: body.tags ?? null,
     parentJobId: body.parent_job_id && isUuid(body.parent_job_id) ? body.parent_job_id : null,
     completionWebhook: body.completion_webhook ?? null,
+    concurrencyKey: body.concurrency_key ?? null,
   };
 }
 

@@ -33,6 +33,7 @@ const ConfigBody = Type.Object({
   backoff_max_ms: Type.Optional(Type.Integer({ minimum: 0, maximum: 86_400_000, description: 'extension: retry backoff cap in ms (default 60000)' })),
   backoff_jitter_ms: Type.Optional(Type.Integer({ minimum: 0, maximum: 3_600_000, description: 'extension: retry backoff jitter in ms (default 500)' })),
   concurrency_limit: Type.Optional(nullable(Type.Integer({ minimum: 1, maximum: 100_000, description: 'extension: most jobs processing at once across all workers; null removes the limit' }))),
+  concurrency_key_limit: Type.Optional(nullable(Type.Integer({ minimum: 1, maximum: 100_000, description: 'extension: most jobs processing at once per concurrency_key (jobs without a key are not limited by it); null removes the limit' }))),
 });
 type ConfigBody = Static<typeof ConfigBody>;
 
@@ -93,6 +94,7 @@ export function queueRoutes(app: FastifyInstance, ctx: AppContext): void {
       backoffMaxMs: body.backoff_max_ms,
       backoffJitterMs: body.backoff_jitter_ms,
       concurrencyLimit: body.concurrency_limit,
+      concurrencyKeyLimit: body.concurrency_key_limit,
     });
     return queueConfigToWire(row);
   });

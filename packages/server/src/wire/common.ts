@@ -7,6 +7,8 @@ export const Priority = Type.Integer({ minimum: LIMITS.priorityMin, maximum: LIM
 export const MaxRetries = Type.Integer({ minimum: LIMITS.maxRetriesMin, maximum: LIMITS.maxRetriesMax });
 export const TimeoutSeconds = Type.Integer({ minimum: LIMITS.timeoutSecondsMin, maximum: LIMITS.timeoutSecondsMax });
 export const IdempotencyKey = Type.String({ minLength: 1, maxLength: LIMITS.idempotencyKeyMax });
+/** A job's concurrency_key (extension): jobs with one count against the queue's concurrency_key_limit. */
+export const ConcurrencyKey = Type.String({ minLength: 1, maxLength: LIMITS.concurrencyKeyMax });
 export const DateTime = Type.String({ format: 'date-time' });
 export const Tags = Type.Record(Type.String(), Type.Unknown());
 export const IdParams = Type.Object({ id: Type.String() });

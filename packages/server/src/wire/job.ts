@@ -34,6 +34,7 @@ export const JobSchema = Type.Object({
   dependency_mode: NullableString,
   dependencies_met: Type.Union([Type.Boolean(), Type.Null()]),
   cancel_requested: Type.Boolean({ description: 'extension: cancellation was requested while the job runs' }),
+  concurrency_key: Type.Union([Type.String(), Type.Null()], { description: 'extension: the key whose processing jobs the queue\'s concurrency_key_limit caps' }),
 });
 
 /** List rows (docs/compatibility.md §3.3 JobSummary). */
@@ -83,6 +84,7 @@ export function jobToWire(row: JobRow): Record<string, unknown> {
     dependency_mode: row.dependency_mode,
     dependencies_met: row.dependencies_met,
     cancel_requested: row.cancel_requested_at !== null,
+    concurrency_key: row.concurrency_key,
   };
 }
 

@@ -24,6 +24,7 @@ export const QueueConfigSchema = Type.Object({
   backoff_jitter_ms: Type.Integer({ description: 'extension: retry backoff jitter' }),
   concurrency_limit: Type.Union([Type.Integer(), Type.Null()], { description: 'extension: most jobs processing at once across all workers; null means no limit' }),
   rate_limit_burst: Type.Union([Type.Integer(), Type.Null()], { description: 'extension: the rate limit\'s token bucket size; null means the default, a tenth of rate_limit (at least 1)' }),
+  concurrency_key_limit: Type.Union([Type.Integer(), Type.Null()], { description: 'extension: most jobs processing at once per concurrency_key; null means no limit' }),
   configured: Type.Boolean({ description: 'extension: false when the queue has jobs but no config row; the fields are then its defaults and `id` is derived from the name' }),
 });
 
@@ -82,6 +83,7 @@ export function queueConfigToWire(row: QueueConfigRow, configured = true): Recor
     backoff_jitter_ms: row.backoff_jitter_ms,
     concurrency_limit: row.concurrency_limit,
     rate_limit_burst: row.rate_limit_burst,
+    concurrency_key_limit: row.concurrency_key_limit,
     configured,
   };
 }

@@ -10,12 +10,17 @@
  * window, as a ratio to what the rate allows in that window (the goal is
  * ≤ 1.1 over any 5-second window).
  *
+ * F2, concurrency keys: the same drain (S3's shape: one worker process) of
+ * a queue whose jobs all carry distinct concurrency keys under a
+ * concurrency_key_limit of 1, against the queue without keys or limit,
+ * alternated in the same run; the goal is ≥ 0.8×.
+ *
  * Writes bench/results/flow.json and bench/results/flow.md (copied into
  * BENCHMARKS.md, "Flow control").
  */
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { loadavg } from 'node:os';
-import { queueConfigUpsert } from '@spool/engine';
+import { jobInsertMany, queueConfigUpsert } from '@spool/engine';
 import { startScratchPostgres } from '../test-support/scratch-postgres.js';
 import { SpoolSystem } from './systems/spool.js';
 
@@ -72,7 +77,37 @@ async function rateLimit(sys: SpoolSystem, rate: number): Promise<RateResult> {
   };
 }
 
-function render(results: RateResult[], context: { command: string; startedAt: Date; load: string }): string {
+interface KeyedResult {
+  jobs: number;
+  plainPerS: number[];
+  keyedPerS: number[];
+  ratio: number;
+}
+
+const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
+
+async function keyedDrain(sys: SpoolSystem, jobs: number, reps: number): Promise<KeyedResult> {
+  const plainPerS: number[] = [];
+  const keyedPerS: number[] = [];
+  for (let rep = 0; rep < reps; rep++) {
+    for (const keyed of [false, true]) {
+      await sys.reset();
+      await queueConfigUpsert(sys.db, sys.organizationId, QUEUE, { concurrencyKeyLimit: keyed ? 1 : null });
+      for (let offset = 0; offset < jobs; offset += 1000) {
+        await jobInsertMany(sys.db, Array.from({ length: Math.min(1000, jobs - offset) }, (_, k) => ({
+          organizationId: sys.organizationId, queueName: QUEUE, payload: { i: offset + k }, concurrencyKey: keyed ? `key-${offset + k}` : null,
+        })));
+      }
+      const perS = await sys.drain(jobs, 1);
+      (keyed ? keyedPerS : plainPerS).push(perS);
+      console.error(`[flow]   ${keyed ? 'distinct keys, limit 1' : 'no keys'}: ${perS.toFixed(0)} jobs/s`);
+    }
+  }
+  await queueConfigUpsert(sys.db, sys.organizationId, QUEUE, { concurrencyKeyLimit: null });
+  return { jobs, plainPerS, keyedPerS, ratio: median(keyedPerS) / median(plainPerS) };
+}
+
+function render(results: RateResult[], keyed: KeyedResult, context: { command: string; startedAt: Date; load: string }): string {
   const out = [
     '## Flow control',
     '',
@@ -91,6 +126,17 @@ function render(results: RateResult[], context: { command: string; startedAt: Da
   for (const r of results) {
     out.push(`| ${r.rate} | ${r.burst} | ${r.jobs} | ${r.seconds.toFixed(1)} | ${r.heldPerS.toFixed(1)} | ${r.max1sRatio.toFixed(3)} | ${r.max5sRatio.toFixed(3)} |`);
   }
+  const list = (xs: number[]) => xs.map((x) => x.toFixed(0)).join(', ');
+  out.push('',
+    `F2: a drain of ${keyed.jobs} jobs by one worker process, as S3: every job with its own \`concurrency_key\` and the queue's \`concurrency_key_limit\` 1, ` +
+      'against the same queue without keys or limit, alternated in the same run (goal ≥ 0.80×). A keyed queue\'s claims take turns on its config row ' +
+      'and count the keys\' running jobs; the unkeyed drain uses the lock-free claim.',
+    '',
+    '| drain | jobs/s (median) | runs |',
+    '| --- | --- | --- |',
+    `| no keys | ${median(keyed.plainPerS).toFixed(0)} | ${list(keyed.plainPerS)} |`,
+    `| distinct keys, limit 1 | ${median(keyed.keyedPerS).toFixed(0)} | ${list(keyed.keyedPerS)} |`,
+    `| ratio | ${keyed.ratio.toFixed(2)}× | |`);
   return out.join('\n');
 }
 
@@ -110,10 +156,13 @@ export async function runFlow(): Promise<void> {
       console.error(`[flow]   held ${r.heldPerS.toFixed(1)}/s over ${r.seconds.toFixed(1)} s; max 1 s ${r.max1sRatio.toFixed(3)}×, max 5 s ${r.max5sRatio.toFixed(3)}×`);
       results.push(r);
     }
+    console.error('[flow] F2 concurrency keys');
+    const keyed = await keyedDrain(sys, quick ? 3_000 : 20_000, quick ? 1 : 3);
+    console.error(`[flow]   keyed ÷ plain ${keyed.ratio.toFixed(2)}×`);
     const out = new URL('./results/', import.meta.url);
     mkdirSync(out, { recursive: true });
-    writeFileSync(new URL('flow.json', out), JSON.stringify({ startedAt, quick, load, results }, null, 2) + '\n');
-    writeFileSync(new URL('flow.md', out), render(results, { command: `npm run bench -- ${argv.join(' ')}`, startedAt, load }) + '\n');
+    writeFileSync(new URL('flow.json', out), JSON.stringify({ startedAt, quick, load, results, keyed }, null, 2) + '\n');
+    writeFileSync(new URL('flow.md', out), render(results, keyed, { command: `npm run bench -- ${argv.join(' ')}`, startedAt, load }) + '\n');
     console.error('[flow] wrote bench/results/flow.json and bench/results/flow.md');
   } finally {
     await sys.teardown().catch((err) => console.error('[flow] teardown', err));

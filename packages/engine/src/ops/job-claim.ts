@@ -50,6 +50,22 @@ function floorsOf(db: Queryable): Map<string, ClaimFloor> {
   return floors;
 }
 
+/**
+ * Per pool: queues last seen capped (a concurrency_limit, a rate_limit or a
+ * concurrency_key_limit), least recently claimed first. Their claims go straight to the capped
+ * form instead of first trying the uncapped one, which skips capped queues
+ * and comes back empty. A hint: a queue no longer capped is found out by the
+ * lock, and the claim falls back to the uncapped form.
+ */
+const cappedByPool = new WeakMap<pg.Pool, Set<string>>();
+
+function cappedOf(db: Queryable): Set<string> {
+  if (!(db instanceof pg.Pool)) return new Set();
+  let capped = cappedByPool.get(db);
+  if (!capped) cappedByPool.set(db, (capped = new Set()));
+  return capped;
+}
+
 /** Claim order: higher priority, then older, then lower id. */
 function byClaimOrder(a: JobRow, b: JobRow): number {
   return b.priority - a.priority || a.created_at.getTime() - b.created_at.getTime() || (a.id < b.id ? -1 : a.id > b.id ? 1 : 0);
@@ -89,9 +105,35 @@ export async function jobClaimOutcome(db: Queryable, params: ClaimParams): Promi
   const lease = clamp(Math.trunc(params.leaseSeconds), LIMITS.leaseSecondsMin, LIMITS.leaseSecondsMax);
   const claimOf = (n: number, floorJobId: string | null, capped: boolean) =>
     [params.organizationId, params.queueName, n, params.workerId, lease, capped, floorJobId];
-  const floors = floorsOf(db);
   const key = `${params.organizationId}\u0000${params.queueName}`;
   const now = Date.now();
+
+  // The capped form: the queue's config row locked in a transaction; null
+  // when the queue is not capped (or paused) after all.
+  const claimCapped = async (): Promise<ClaimOutcome | null> => {
+    const inTransaction = async (client: Queryable): Promise<ClaimOutcome | null> => {
+      const [locked] = await run<CappedLock>(client, lockCapped, [params.organizationId, params.queueName, limit]);
+      if (!locked) return null;
+      const n = locked.reserved ?? limit;
+      const jobs = n === 0 ? [] : await run<JobRow>(client, statement, claimOf(n, null, true));
+      // Out of tokens: every reserved token used (or none to reserve) and fewer than asked for.
+      const tokenBound = locked.reserved !== null && n < limit && jobs.length === n;
+      return { jobs, retryAfterMs: tokenBound ? refillMs(locked, limit) : null };
+    };
+    // A caller's own client is assumed to be in its transaction already.
+    return db instanceof pg.Pool ? transaction(db, inTransaction) : inTransaction(db);
+  };
+  const capped = cappedOf(db);
+  if (capped.has(key)) {
+    const outcome = await claimCapped();
+    capped.delete(key);
+    if (outcome) {
+      capped.add(key);
+      return outcome;
+    }
+  }
+
+  const floors = floorsOf(db);
   const remembered = floors.get(key);
   const floor = remembered !== undefined && now - remembered.since <= CLAIM_FLOOR_TTL_MS ? remembered : null;
 
@@ -114,21 +156,16 @@ export async function jobClaimOutcome(db: Queryable, params: ClaimParams): Promi
     if (floors.size > MAX_FLOORS) floors.delete(floors.keys().next().value!);
   }
   if (claimed.length > 0) return { jobs: claimed, retryAfterMs: null };
-  // Nothing claimable, or the queue is capped (a concurrency_limit or a
-  // rate_limit), which the fast path leaves alone: capped queues pay for a
-  // transaction, others for one primary-key probe when they come back empty.
+  // Nothing claimable, or the queue is capped, which the uncapped form
+  // leaves alone: capped queues pay for a transaction, others for one
+  // primary-key probe when they come back empty.
   if ((await run(db, isCapped, [params.organizationId, params.queueName])).length === 0) return { jobs: [], retryAfterMs: null };
-  const capped = async (client: Queryable): Promise<ClaimOutcome> => {
-    const [locked] = await run<CappedLock>(client, lockCapped, [params.organizationId, params.queueName, limit]);
-    if (!locked) return { jobs: [], retryAfterMs: null };
-    const n = locked.reserved ?? limit;
-    const jobs = n === 0 ? [] : await run<JobRow>(client, statement, claimOf(n, null, true));
-    // Out of tokens: every reserved token used (or none to reserve) and fewer than asked for.
-    const tokenBound = locked.reserved !== null && n < limit && jobs.length === n;
-    return { jobs, retryAfterMs: tokenBound ? refillMs(locked, limit) : null };
-  };
-  // A caller's own client is assumed to be in its transaction already.
-  return db instanceof pg.Pool ? transaction(db, capped) : capped(db);
+  const outcome = await claimCapped();
+  if (outcome) {
+    capped.add(key);
+    if (capped.size > MAX_FLOORS) capped.delete(capped.values().next().value!);
+  }
+  return outcome ?? { jobs: [], retryAfterMs: null };
 }
 
 /** queue-lock-capped.sql's row; the bucket fields are null for a queue without a rate limit. */

@@ -34,6 +34,8 @@ export const JobSchema = Type.Object({
   dependency_mode: NullableString,
   dependencies_met: Type.Union([Type.Boolean(), Type.Null()]),
   cancel_requested: Type.Boolean({ description: 'extension: cancellation was requested while the job runs' }),
+  traceparent: Type.Union([Type.String(), Type.Null()], { description: 'extension: the W3C traceparent the job was enqueued in (the server\'s enqueue span while it exports traces); a worker\'s span for the job links to it. Null outside a trace.' }),
+  tracestate: Type.Union([Type.String(), Type.Null()], { description: 'extension: the W3C tracestate going with traceparent' }),
 });
 
 /** List rows (docs/compatibility.md §3.3 JobSummary). */
@@ -83,6 +85,8 @@ export function jobToWire(row: JobRow): Record<string, unknown> {
     dependency_mode: row.dependency_mode,
     dependencies_met: row.dependencies_met,
     cancel_requested: row.cancel_requested_at !== null,
+    traceparent: row.traceparent ?? null,
+    tracestate: row.tracestate ?? null,
   };
 }
 

@@ -15,6 +15,7 @@ import { context, SpanKind, trace } from '@opentelemetry/api';
 import { OTLPTraceExporter } from '@opentelemetry/exporter-trace-otlp-http';
 import { resourceFromAttributes } from '@opentelemetry/resources';
 import { NodeTracerProvider, SimpleSpanProcessor } from '@opentelemetry/sdk-trace-node';
+import { startReceiver } from '../../../test-support/receiver.js';
 import { startTestServer, type TestServer } from '../../../test-support/server.js';
 import { SpoolClient, Worker } from '../src/index.js';
 
@@ -124,6 +125,9 @@ test('one trace from an enqueue in the application\'s span to every attempt of t
   const client = new SpoolClient({ baseUrl: server.url, apiKey: server.apiKey });
   const tracer = trace.getTracer('traced-app');
   const queue = 'traced';
+  const hooks = await startReceiver();
+  const hook = await server.request('POST', '/api/v1/outgoing-webhooks', { body: { name: 'traced', url: `${hooks.url}/done`, events: ['job.completed'] } });
+  assert.equal(hook.status, 201, hook.text);
 
   // The application's span is active: the SDK client sends its traceparent.
   const appSpan = tracer.startSpan('place order', { kind: SpanKind.INTERNAL });
@@ -151,6 +155,10 @@ test('one trace from an enqueue in the application\'s span to every attempt of t
   await worker.start();
   await waitFor('the retried job to complete', async () => (await client.jobs.get(id)).status === 'completed');
   await worker.stop();
+  const [delivery] = await hooks.waitFor(1, 30_000);
+  await hooks.close();
+  const sentTraceparent = String(delivery!.headers.traceparent ?? '');
+  assert.match(sentTraceparent, /^00-[0-9a-f]{32}-[0-9a-f]{16}-01$/, 'the webhook request carries its span\'s traceparent');
   await provider.forceFlush();
   // Stopping the server exports what its batch processor still holds.
   await server.close();
@@ -173,6 +181,13 @@ test('one trace from an enqueue in the application\'s span to every attempt of t
     assert.ok(span, `no server span "${name}" linked to the job's context among ${JSON.stringify(serverSpans.map((s) => s.name))}`);
     assert.equal(span.links.find((link) => link.spanId === storedSpanId)!.traceId, appContext.traceId);
   }
+
+  // The webhook delivery: a client span linked to the job's context, whose context the receiver got.
+  const post = serverSpans.find((span) => span.name === 'POST' && span.spanId === sentTraceparent.slice(36, 52));
+  assert.ok(post, 'no webhook delivery span');
+  assert.equal(post.kind, 3, 'client');
+  assert.deepEqual(post.links.map((link) => link.spanId), [storedSpanId]);
+  assert.equal(post.attributes['spool.webhook.event'], 'job.completed');
 
   // The worker's spans: one process span per attempt, child of and linked to the creation context.
   const processes = ours.filter((span) => span.service === 'traced-app' && span.name === `process ${queue}`);

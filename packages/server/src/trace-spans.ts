@@ -84,6 +84,15 @@ export interface SettleTrace {
   end(succeeded: number, error?: unknown): void;
 }
 
+/** `work`, ending `trace` with its error if it fails; without a trace, `work` itself (no closure, no extra promise). */
+export function endOnFailure<T>(work: Promise<T>, trace: SettleTrace | null): Promise<T> {
+  if (trace === null) return work;
+  return work.catch((err: unknown) => {
+    trace.end(0, err);
+    throw err;
+  });
+}
+
 /**
  * A complete or fail (one job or a batch). The jobs' queues and stored
  * contexts are read beside the operation (their statements do not return

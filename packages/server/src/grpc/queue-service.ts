@@ -8,13 +8,14 @@ import {
   queueJobCounts,
   type FenceFailure,
   type JobRow,
+  type NewJob,
 } from '@spool/engine';
 import type { Grant, Operation } from '../authorization.js';
 import { admitJobs, enqueueAdmitted } from '../http/job-admission.js';
 import { jsonBytes } from '../wire/common.js';
 import { traceMetadata, unary, type GrpcContext } from './call.js';
 import { enqueueTraceHeaders, parentTraceHeaders } from '../http/trace-context.js';
-import { ATTR_MESSAGING_MESSAGE_ID, recordClaimSpan, startEnqueueSpan, startSettleTrace } from '../trace-spans.js';
+import { ATTR_MESSAGING_MESSAGE_ID, endOnFailure, recordClaimSpan, startEnqueueSpan, startSettleTrace } from '../trace-spans.js';
 import { fromTimestamp, jobToProto, structToJson, toTimestamp, type ProtoJob, type ProtoStruct, type ProtoTimestamp } from './convert.js';
 import { processJobs, streamJobs } from './queue-streams.js';
 import { batchSize, checkQueueName, checkWorkerId, intOrDefault, leaseSeconds, optionalString } from './validate.js';
@@ -83,7 +84,7 @@ export async function enqueue(ctx: GrpcContext, grant: Grant, request: EnqueueRe
   if (idempotencyKey && idempotencyKey.length > LIMITS.idempotencyKeyMax) {
     throw new ValidationError(`idempotency_key must be at most ${LIMITS.idempotencyKeyMax} characters`, { field: 'idempotency_key' });
   }
-  const job = {
+  const job: NewJob = {
     organizationId: auth.organizationId,
     queueName,
     payload,
@@ -98,10 +99,12 @@ export async function enqueue(ctx: GrpcContext, grant: Grant, request: EnqueueRe
   grant.queue(queueName);
   const span = ctx.tracing ? startEnqueueSpan(ctx.tracing, queueName, auth.organizationId, trace, 'grpc') : null;
   if (span) trace = span.context;
+  job.traceparent = trace?.traceparent ?? null;
+  job.tracestate = trace?.tracestate ?? null;
   try {
     // As REST POST /jobs: plan limits after validation, then the shared group commit.
     const quota = await admitJobs(ctx, auth, [{ queueName, payloadBytes }]);
-    const inserted = await enqueueAdmitted(ctx, quota, { ...job, traceparent: trace?.traceparent ?? null, tracestate: trace?.tracestate ?? null }).catch(async (err: unknown) => {
+    const inserted = await enqueueAdmitted(ctx, quota, job).catch(async (err: unknown) => {
       await quota.settle(0);
       throw err;
     });
@@ -157,10 +160,7 @@ export async function complete(ctx: GrpcContext, grant: Grant, request: Complete
   const trace = ctx.tracing
     ? startSettleTrace(ctx.tracing, ctx.db, { operation: 'complete', organizationId: auth.organizationId, workerId, ids: [request.job_id], parent: metadata ? parentTraceHeaders(traceMetadata(metadata)) : null })
     : null;
-  const outcome = await ctx.completeBatcher.complete(auth.organizationId, { id: request.job_id, workerId, leaseId: optionalString(request.lease_id), result }).catch((err: unknown) => {
-    trace?.end(0, err);
-    throw err;
-  });
+  const outcome = await endOnFailure(ctx.completeBatcher.complete(auth.organizationId, { id: request.job_id, workerId, leaseId: optionalString(request.lease_id), result }), trace);
   trace?.end(outcome.ok ? 1 : 0);
   ctx.metrics.observeCompletedOutcomes(auth.organizationId, [outcome]);
   if (!outcome.ok) throw fenceError(outcome.reason);
@@ -175,17 +175,14 @@ export async function fail(ctx: GrpcContext, grant: Grant, request: FailRequest,
   const trace = ctx.tracing
     ? startSettleTrace(ctx.tracing, ctx.db, { operation: 'fail', organizationId: auth.organizationId, workerId, ids: [request.job_id], parent: metadata ? parentTraceHeaders(traceMetadata(metadata)) : null })
     : null;
-  const [outcome] = await jobFailMany(ctx.db, auth.organizationId, [{
+  const [outcome] = await endOnFailure(jobFailMany(ctx.db, auth.organizationId, [{
     id: request.job_id,
     workerId,
     leaseId: optionalString(request.lease_id),
     // A worker's error text is kept even when it carries NULs, which PostgreSQL text cannot store.
     error: (request.error ?? '').replaceAll('\u0000', '\uFFFD'),
     retryable: request.retry === true,
-  }]).catch((err: unknown) => {
-    trace?.end(0, err);
-    throw err;
-  });
+  }]), trace);
   trace?.end(outcome!.ok ? 1 : 0);
   if (!outcome!.ok) throw fenceError(outcome!.reason);
   // The engine schedules the retry (DESIGN's seconds backoff, docs/state-machine.md); report that delay.

@@ -120,13 +120,12 @@ export function jobBulkRoutes(app: FastifyInstance, ctx: AppContext): void {
         continue;
       }
       admissions.push({ queueName: body.queue_name, payloadBytes });
-      const { traceparent: _traceparent, tracestate: _tracestate, ...fields } = item;
       valid.push({
         index,
         own: own !== null,
         trace: own ?? fromHeaders,
         job: toNewJob(auth.organizationId, body.queue_name, {
-          ...fields,
+          ...item,
           priority: item.priority ?? body.default_priority,
           max_retries: item.max_retries ?? body.default_max_retries,
           timeout_seconds: item.timeout_seconds ?? body.default_timeout_seconds,

@@ -24,6 +24,7 @@ export * from './services/job-expirer.js';
 export * from './ops/api-key.js';
 export * from './ops/organization-create.js';
 export * from './ops/job-read.js';
+export * from './ops/job-trace-contexts.js';
 export * from './ops/job-history.js';
 export * from './ops/worker.js';
 export * from './ops/api-key-manage.js';

@@ -38,6 +38,9 @@ export interface JobRow {
   dependencies_remaining: number | null;
   /** xid8 (as text) of the last transaction that added a dependency on this job. */
   dependents_xid: string | null;
+  /** W3C trace context of the enqueuer (migration 027), null outside a trace. */
+  traceparent: string | null;
+  tracestate: string | null;
 }
 
 export interface QueueConfigRow {

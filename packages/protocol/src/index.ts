@@ -3,3 +3,4 @@ export * from './errors.js';
 export * from './limits.js';
 export * from './realtime-events.js';
 export * from './roles.js';
+export * from './trace-context.js';

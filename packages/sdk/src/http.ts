@@ -68,6 +68,8 @@ export interface RequestSpec extends CallOptions {
   admin?: boolean;
   /** Return the decoded body without camelCase conversion. */
   raw?: boolean;
+  /** Headers of this request only (e.g. W3C trace context). */
+  headers?: { [name: string]: string | undefined };
 }
 
 const NEVER_CONNECTED = new Set(['ECONNREFUSED', 'ENOTFOUND', 'EAI_AGAIN', 'UND_ERR_CONNECT_TIMEOUT']);
@@ -236,6 +238,7 @@ export class Transport {
     if (hasBody) headers['content-type'] = 'application/json';
     if (this.#apiKey) headers.authorization = `Bearer ${this.#apiKey}`;
     if (spec.admin && this.#adminKey) headers['x-admin-key'] = this.#adminKey;
+    if (spec.headers) for (const [name, value] of Object.entries(spec.headers)) if (value !== undefined) headers[name] = value;
     return headers;
   }
 

@@ -49,6 +49,7 @@ import { metricsRoutes } from './routes/metrics.js';
 import type { SpoolMetrics } from './metrics/spool-metrics.js';
 import type { ApiKeyCache } from './http/api-key-cache.js';
 import type { MetricsOperatorToken } from './metrics/operator-token.js';
+import type { ServerTracing } from './tracing.js';
 
 /** What route handlers need; built once by the runtime. */
 export interface AppContext {
@@ -69,6 +70,8 @@ export interface AppContext {
   apiKeys: ApiKeyCache;
   /** The operator's credential for the whole cluster's /metrics. */
   metricsToken: MetricsOperatorToken;
+  /** The server's own spans; null unless an OTLP endpoint is configured (then every call site skips tracing). */
+  tracing: ServerTracing | null;
 }
 
 /** Route modules behind API-key/JWT authentication, mounted under /api/v1. */

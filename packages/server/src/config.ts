@@ -95,6 +95,15 @@ export interface Config {
    * (without credentials). Empty = same-origin only.
    */
   corsOrigins: string[];
+  /**
+   * Where the server sends its own spans (OTLP over HTTP, JSON):
+   * OTEL_EXPORTER_OTLP_TRACES_ENDPOINT as given, else
+   * OTEL_EXPORTER_OTLP_ENDPOINT + `/v1/traces`. Null: no OpenTelemetry SDK
+   * is started and tracing costs nothing (docs/observability.md, Tracing).
+   */
+  otlpTracesUrl: string | null;
+  /** `service.name` of the server's spans (OTEL_SERVICE_NAME). */
+  otelServiceName: string;
 }
 
 function int(env: NodeJS.ProcessEnv, name: string, fallback: number, min: number, max: number): number {
@@ -159,6 +168,40 @@ function origins(env: NodeJS.ProcessEnv, name: string): string[] {
     }
   }
   return entries.map((entry) => (entry === '*' ? entry : new URL(entry).origin));
+}
+
+function httpUrl(name: string, raw: string): string {
+  let url: URL | null = null;
+  try {
+    url = new URL(raw);
+  } catch {
+    url = null;
+  }
+  if (!url || (url.protocol !== 'http:' && url.protocol !== 'https:')) {
+    throw new Error(`${name} must be an http:// or https:// URL of an OTLP/HTTP receiver, e.g. http://localhost:4318 (got "${raw}")`);
+  }
+  return url.toString();
+}
+
+/**
+ * The standard OpenTelemetry variables that decide whether the server
+ * exports traces: a traces endpoint, else the base endpoint plus
+ * /v1/traces; OTEL_SDK_DISABLED=true or OTEL_TRACES_EXPORTER=none turn it off.
+ */
+function otlpTracesUrl(env: NodeJS.ProcessEnv): string | null {
+  if (env.OTEL_SDK_DISABLED?.trim().toLowerCase() === 'true') return null;
+  const exporters = env.OTEL_TRACES_EXPORTER?.trim().toLowerCase();
+  if (exporters === 'none') return null;
+  if (exporters && exporters.split(',').some((name) => name.trim() !== 'otlp' && name.trim() !== 'none')) {
+    throw new Error(`OTEL_TRACES_EXPORTER: Spool exports traces over OTLP only; set it to otlp or none (got "${env.OTEL_TRACES_EXPORTER}")`);
+  }
+  const traces = env.OTEL_EXPORTER_OTLP_TRACES_ENDPOINT?.trim();
+  if (traces) return httpUrl('OTEL_EXPORTER_OTLP_TRACES_ENDPOINT', traces);
+  const base = env.OTEL_EXPORTER_OTLP_ENDPOINT?.trim();
+  if (!base) return null;
+  const url = new URL(httpUrl('OTEL_EXPORTER_OTLP_ENDPOINT', base));
+  url.pathname = `${url.pathname.replace(/\/+$/, '')}/v1/traces`;
+  return url.toString();
 }
 
 function secretsKey(env: NodeJS.ProcessEnv, name: string): Buffer | null {
@@ -232,6 +275,8 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     webhookAllowedNetworks: networks(env, 'WEBHOOK_ALLOWED_NETWORKS'),
     webhookAllowHttp: bool(env, 'WEBHOOK_ALLOW_HTTP', false),
     corsOrigins: origins(env, 'CORS_ORIGINS'),
+    otlpTracesUrl: otlpTracesUrl(env),
+    otelServiceName: env.OTEL_SERVICE_NAME?.trim() || 'spool',
     ...httpTimeouts(env),
   };
 }

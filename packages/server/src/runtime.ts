@@ -45,6 +45,7 @@ import { SpoolMetrics } from './metrics/spool-metrics.js';
 import { VERSION } from './version.js';
 import { waitForDatabase } from './wait-for-database.js';
 import { errorFields } from './log-fields.js';
+import { startTracing, type ServerTracing } from './tracing.js';
 
 /** How long a starting process waits for an unreachable database before it gives up and exits. */
 const DATABASE_WAIT_MS = 60_000;
@@ -145,7 +146,9 @@ export async function startSpool(config: Config, options: StartOptions = {}): Pr
     logger[shuttingDown ? 'debug' : 'warn']({ error: errorFields(err) }, 'idle database connection failed');
   });
   const services: Service[] = [];
+  let tracing: ServerTracing | null = null;
   try {
+    tracing = await startTracing(config, logger, VERSION);
     const migrated = await waitForDatabase(() => migrate(db, (message) => logger.info(message)), {
       waitMs: DATABASE_WAIT_MS,
       log: (message, err) => logger.warn({ error: errorFields(err) }, message),
@@ -194,7 +197,7 @@ export async function startSpool(config: Config, options: StartOptions = {}): Pr
     await notifier.start();
     await checkNotifications(notifier, db, config);
     // WebhookDelivery is safe on every process (SKIP LOCKED claims, a locked dispatch cursor).
-    const webhooks = new WebhookDelivery(db, { policy: webhookPolicy(config), log });
+    const webhooks = new WebhookDelivery(db, { policy: webhookPolicy(config), log, tracing });
     const maintenance: LoopService[] = [promoter, leader, ...leaderServices, webhooks];
     services.push(promoter, leader, webhooks);
     for (const service of services.slice(1)) await service.start();
@@ -208,7 +211,7 @@ export async function startSpool(config: Config, options: StartOptions = {}): Pr
     const claimWaiters = new ClaimWaiters(notifier);
     const enqueueBatcher = new EnqueueBatcher(db);
     const completeBatcher = new CompleteBatcher(db);
-    const context: AppContext = { db, notifier, config, logger, tokens, startedAt: new Date(), version: VERSION, claimWaiters, enqueueBatcher, completeBatcher, metrics, apiKeys, metricsToken };
+    const context: AppContext = { db, notifier, config, logger, tokens, startedAt: new Date(), version: VERSION, claimWaiters, enqueueBatcher, completeBatcher, metrics, apiKeys, metricsToken, tracing };
     const grpc = new GrpcServer({
       context,
       host: config.host,
@@ -259,6 +262,8 @@ export async function startSpool(config: Config, options: StartOptions = {}): Pr
             await Promise.all([enqueueBatcher.drain(), completeBatcher.drain()]);
             for (const service of [...services].reverse()) await service.stop();
           } finally {
+            // After the services: the spans of the last requests and deliveries are sent too.
+            await tracing?.shutdown().catch((err: unknown) => logger.warn({ error: errorFields(err) }, 'could not export the last spans'));
             // Every pooled connection is closed before the embedded PostgreSQL
             // stops, even when a service failed to stop: otherwise its fast
             // shutdown breaks them and each one is reported as a failure.
@@ -273,6 +278,7 @@ export async function startSpool(config: Config, options: StartOptions = {}): Pr
   } catch (err) {
     shuttingDown = true;
     for (const service of [...services].reverse()) await Promise.resolve(service.stop()).catch(() => {});
+    await tracing?.shutdown().catch(() => {});
     await db.end().catch(() => {});
     if (embedded) await embedded.stop();
     throw err;

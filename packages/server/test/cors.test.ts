@@ -9,7 +9,7 @@ import { loadConfig } from '@spool/server';
 import { startTestServer, type TestServer } from '../../../test-support/server.js';
 
 const DASHBOARD = 'https://dash.example.com';
-const CLIENT_HEADERS = 'authorization, content-type, x-organization-id, x-api-key';
+const CLIENT_HEADERS = 'authorization, content-type, x-organization-id, x-api-key, traceparent, tracestate';
 
 let listed: TestServer;
 let open: TestServer;

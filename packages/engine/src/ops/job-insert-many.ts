@@ -18,6 +18,9 @@ export interface NewJob {
   tags?: Record<string, unknown> | null;
   parentJobId?: string | null;
   completionWebhook?: string | null;
+  /** W3C trace context of the enqueuer, validated by the caller (protocol trace-context.ts). */
+  traceparent?: string | null;
+  tracestate?: string | null;
   /** Counts against the queue's concurrency_key_limit while processing. */
   concurrencyKey?: string | null;
 }
@@ -70,6 +73,8 @@ export async function jobInsertMany(db: Queryable, jobs: NewJob[]): Promise<Inse
       sent.map((s) => s.job.completionWebhook ?? null),
       LIMITS.maxRetriesDefault,
       LIMITS.timeoutSecondsDefault,
+      sent.map((s) => s.job.traceparent ?? null),
+      sent.map((s) => s.job.tracestate ?? null),
       sent.map((s) => s.job.concurrencyKey ?? null),
     ],
   );

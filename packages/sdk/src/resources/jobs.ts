@@ -3,6 +3,7 @@ import type { JobStatus } from '@spool/protocol';
 import { ConflictError } from '../errors.js';
 import type { CallOptions } from '../http.js';
 import { Resource, seg } from './resource.js';
+import { activeTraceHeaders } from '../tracing.js';
 
 export type { JobStatus };
 export type Json = unknown;
@@ -36,6 +37,9 @@ export interface Job<P = Json, R = Json> {
   workflowId: string | null;
   dependencyMode: 'all' | 'any' | null;
   dependenciesMet: boolean | null;
+  /** Spool extension: the W3C trace context the job was enqueued in (null outside a trace). */
+  traceparent?: string | null;
+  tracestate?: string | null;
 }
 
 export interface JobSummary {
@@ -63,6 +67,13 @@ export interface CreateJobParams<P = Json> {
   tags?: Record<string, unknown>;
   parentJobId?: string;
   completionWebhook?: string;
+  /**
+   * Spool extension: the W3C trace context to enqueue the job in. By default
+   * the active OpenTelemetry span's is sent (as the traceparent/tracestate
+   * headers) when `@opentelemetry/api` is installed and a span is active.
+   */
+  traceparent?: string;
+  tracestate?: string;
 }
 
 export interface CreateJobResult {
@@ -105,6 +116,9 @@ export interface BulkJobItem<P = Json> {
   priority?: number;
   idempotencyKey?: string;
   scheduledAt?: Date | string;
+  /** Spool extension: this job's own W3C trace context; items without one take the active span's (sent as headers). */
+  traceparent?: string;
+  tracestate?: string;
 }
 
 export interface BulkEnqueueParams<P = Json> {
@@ -179,6 +193,9 @@ export interface ClaimedJob<P = Json> {
   leaseExpiresAt: string | null;
   /** Fencing token; `null` from servers that fence by worker id only. */
   leaseId: string | null;
+  /** Spool extension: the W3C trace context the job was enqueued in; the worker's span for the job descends from and links to it. */
+  traceparent?: string | null;
+  tracestate?: string | null;
   [extra: string]: unknown;
 }
 
@@ -282,7 +299,9 @@ const CLAIM_TIMEOUT_SLACK_MS = 10_000;
 export class JobsResource extends Resource {
   /** Enqueues one job. With an `idempotencyKey` the call is safe to retry and is retried on 5xx. */
   create<P = Json>(params: CreateJobParams<P>, options?: CallOptions): Promise<CreateJobResult> {
-    return this.call({ method: 'POST', path: '/api/v1/jobs', body: params, idempotent: params.idempotencyKey !== undefined }, options);
+    // A context in the params goes in the body; otherwise the active span's, as headers.
+    const headers = params.traceparent === undefined ? activeTraceHeaders() : null;
+    return this.call({ method: 'POST', path: '/api/v1/jobs', body: params, idempotent: params.idempotencyKey !== undefined, headers: headers ?? undefined }, options);
   }
 
   list(params: ListJobsParams = {}, options?: CallOptions): Promise<JobSummary[]> {
@@ -330,7 +349,8 @@ export class JobsResource extends Resource {
   /** Enqueues many jobs in one request (one result per item, in `succeeded` or `failed`). */
   bulk<P = Json>(params: BulkEnqueueParams<P>, options?: CallOptions): Promise<BulkEnqueueResult> {
     const idempotent = params.jobs.every((job) => job.idempotencyKey !== undefined);
-    return this.call({ method: 'POST', path: '/api/v1/jobs/bulk', body: params, idempotent }, options);
+    const headers = activeTraceHeaders();
+    return this.call({ method: 'POST', path: '/api/v1/jobs/bulk', body: params, idempotent, headers: headers ?? undefined }, options);
   }
 
   getDependencies(id: string, options?: CallOptions): Promise<JobDependencies> {

@@ -7,6 +7,7 @@
 import { ConflictError, NotFoundError, PayloadTooLargeError, ValidationError } from '../errors.js';
 import type { ClaimedJob, Json, JobsResource, ProgressParams } from '../resources/jobs.js';
 import { JobCancelledError, JobTimeoutError, LeaseLostError, WorkerShutdownError, isRetryable } from './errors.js';
+import { startJobSpan, type JobSpan } from '../tracing.js';
 
 /** What a handler receives besides the job. */
 export interface JobContext {
@@ -113,6 +114,7 @@ export class RunningJob {
   #logTimer: NodeJS.Timeout | null = null;
   // Sends run one after another so the job's lines arrive in order.
   #logChain: Promise<void> = Promise.resolve();
+  #span: JobSpan | null = null;
 
   constructor(job: ClaimedJob, options: RunningJobOptions) {
     this.job = job;
@@ -145,9 +147,11 @@ export class RunningJob {
       progress: (percent, message, metadata) => this.#progress(percent, message, metadata),
       log: (...lines) => this.#log(lines),
     };
+    // The handler runs in its own span (tracing.ts), whatever ends it.
+    const span = (this.#span = startJobSpan(this.job, this.#options.workerId));
     // Lines logged by the handler are sent before its outcome is reported.
     Promise.resolve()
-      .then(() => handler(this.job, ctx))
+      .then(() => span.run(() => handler(this.job, ctx)))
       .then(
         async (result) => {
           await this.#flushLogs();
@@ -187,6 +191,9 @@ export class RunningJob {
       this.#abortReason = { reason: abortReason };
       this.#controller?.abort(abortReason);
     }
+    if (ending.kind === 'complete') this.#span?.end({});
+    else if (ending.kind === 'fail') this.#span?.end({ error: ending.error, retryable: ending.retryable });
+    else this.#span?.end({ error: ending.kind === 'lost' ? ending.error : abortReason });
     this.#options.onEnd(this, ending);
   }
 

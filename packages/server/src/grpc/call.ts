@@ -17,6 +17,13 @@ function first(metadata: Metadata, key: string): string | null {
   return typeof value === 'string' ? value : value.toString('utf8');
 }
 
+/** A call's `traceparent`/`tracestate` metadata as header-like values (undefined when absent). */
+export function traceMetadata(metadata: Metadata): { traceparent?: string; tracestate?: string } {
+  const traceparent = first(metadata, 'traceparent');
+  const tracestate = metadata.get('tracestate').map((value) => (typeof value === 'string' ? value : value.toString('utf8'))).join(',');
+  return { traceparent: traceparent ?? undefined, tracestate: tracestate === '' ? undefined : tracestate };
+}
+
 /** The credential of a call: `x-api-key`, else `authorization: Bearer <key or access token>`. */
 export function credentialFrom(metadata: Metadata): string | null {
   const apiKey = first(metadata, 'x-api-key')?.trim();
@@ -56,11 +63,11 @@ export function unary<Req, Res>(
   ctx: GrpcContext,
   method: string,
   operation: Operation,
-  handler: (grant: Grant, request: Req) => Promise<Res>,
+  handler: (grant: Grant, request: Req, metadata: Metadata) => Promise<Res>,
 ): (call: ServerUnaryCall<Req, Res>, callback: sendUnaryData<Res>) => void {
   return (call, callback) => {
     authenticateCall(ctx, call.metadata)
-      .then((auth) => handler(authorize(auth, operation), canonicalizeCallIds(call.request)))
+      .then((auth) => handler(authorize(auth, operation), canonicalizeCallIds(call.request), call.metadata))
       .then(
         (response) => callback(null, response),
         (err: unknown) => callback(toServiceError(toGrpcFailure(err, ctx.logger, method))),

@@ -1,4 +1,4 @@
-import type { UntypedServiceImplementation } from '@grpc/grpc-js';
+import type { Metadata, UntypedServiceImplementation } from '@grpc/grpc-js';
 import { LeaseExpiredError, LIMITS, NotFoundError, PayloadTooLargeError, ValidationError } from '@spool/protocol';
 import {
   jobClaimOutcome,
@@ -9,11 +9,14 @@ import {
   queueJobCounts,
   type FenceFailure,
   type JobRow,
+  type NewJob,
 } from '@spool/engine';
 import type { Grant, Operation } from '../authorization.js';
 import { admitJobs, enqueueAdmitted } from '../http/job-admission.js';
 import { jsonBytes } from '../wire/common.js';
-import { unary, type GrpcContext } from './call.js';
+import { traceMetadata, unary, type GrpcContext } from './call.js';
+import { enqueueTraceHeaders, parentTraceHeaders } from '../http/trace-context.js';
+import { ATTR_MESSAGING_MESSAGE_ID, endOnFailure, recordClaimSpan, startEnqueueSpan, startSettleTrace } from '../trace-spans.js';
 import { fromTimestamp, jobToProto, structToJson, toTimestamp, type ProtoJob, type ProtoStruct, type ProtoTimestamp } from './convert.js';
 import { processJobs, streamJobs } from './queue-streams.js';
 import { batchSize, checkQueueName, checkWorkerId, intOrDefault, leaseSeconds, optionalString } from './validate.js';
@@ -66,8 +69,10 @@ export interface RenewLeaseResponse {
 }
 
 /** Creates one job; an idempotent repeat answers the original id with `created: false`. */
-export async function enqueue(ctx: GrpcContext, grant: Grant, request: EnqueueRequest): Promise<{ job_id: string; created: boolean }> {
+export async function enqueue(ctx: GrpcContext, grant: Grant, request: EnqueueRequest, metadata?: Metadata): Promise<{ job_id: string; created: boolean }> {
   const auth = grant.auth;
+  // The proto has no trace fields: the W3C context comes as call metadata, checked like REST's headers.
+  let trace = metadata ? enqueueTraceHeaders(traceMetadata(metadata)) : null;
   const queueName = checkQueueName(request.queue_name);
   const payload = request.payload ? structToJson(request.payload, 'payload') : {};
   const payloadBytes = jsonBytes(payload);
@@ -80,7 +85,7 @@ export async function enqueue(ctx: GrpcContext, grant: Grant, request: EnqueueRe
   if (idempotencyKey && idempotencyKey.length > LIMITS.idempotencyKeyMax) {
     throw new ValidationError(`idempotency_key must be at most ${LIMITS.idempotencyKeyMax} characters`, { field: 'idempotency_key' });
   }
-  const job = {
+  const job: NewJob = {
     organizationId: auth.organizationId,
     queueName,
     payload,
@@ -93,14 +98,25 @@ export async function enqueue(ctx: GrpcContext, grant: Grant, request: EnqueueRe
     tags,
   };
   grant.queue(queueName);
-  // As REST POST /jobs: plan limits after validation, then the shared group commit.
-  const quota = await admitJobs(ctx, auth, [{ queueName, payloadBytes }]);
-  const inserted = await enqueueAdmitted(ctx, quota, job).catch(async (err: unknown) => {
-    await quota.settle(0);
+  const span = ctx.tracing ? startEnqueueSpan(ctx.tracing, queueName, auth.organizationId, trace, 'grpc') : null;
+  if (span) trace = span.context;
+  job.traceparent = trace?.traceparent ?? null;
+  job.tracestate = trace?.tracestate ?? null;
+  try {
+    // As REST POST /jobs: plan limits after validation, then the shared group commit.
+    const quota = await admitJobs(ctx, auth, [{ queueName, payloadBytes }]);
+    const inserted = await enqueueAdmitted(ctx, quota, job).catch(async (err: unknown) => {
+      await quota.settle(0);
+      throw err;
+    });
+    await quota.settle(inserted.created ? 1 : 0);
+    span?.setAttributes({ [ATTR_MESSAGING_MESSAGE_ID]: inserted.id, 'spool.created': inserted.created });
+    span?.end();
+    return { job_id: inserted.id, created: inserted.created };
+  } catch (err) {
+    span?.end(err);
     throw err;
-  });
-  await quota.settle(inserted.created ? 1 : 0);
-  return { job_id: inserted.id, created: inserted.created };
+  }
 }
 
 /** Claims up to `limit` due jobs of a queue for a worker (REST claim semantics). */
@@ -117,9 +133,14 @@ export function dequeueParams(grant: Grant, request: { queue_name: string; worke
 }
 
 /** Leases a batch; an empty list (never an error) when nothing is due. */
-export async function dequeue(ctx: GrpcContext, grant: Grant, request: DequeueRequest): Promise<{ jobs: ProtoJob[] }> {
+export async function dequeue(ctx: GrpcContext, grant: Grant, request: DequeueRequest, metadata?: Metadata): Promise<{ jobs: ProtoJob[] }> {
   const p = dequeueParams(grant, request);
+  const startTime = ctx.tracing ? Date.now() : 0;
   const { jobs: rows } = await claimJobs(ctx, grant, p.queueName, p.workerId, p.limit, p.lease);
+  if (ctx.tracing) {
+    const parent = metadata ? parentTraceHeaders(traceMetadata(metadata)) : null;
+    recordClaimSpan(ctx.tracing, { queue: p.queueName, organizationId: grant.organizationId, workerId: p.workerId, parent, startTime, jobs: rows });
+  }
   return { jobs: rows.map(jobToProto) };
 }
 
@@ -129,7 +150,7 @@ function fenceError(reason: FenceFailure): Error {
 }
 
 /** Completes a job the worker holds; NOT_FOUND when it does not, FAILED_PRECONDITION on a stale lease. */
-export async function complete(ctx: GrpcContext, grant: Grant, request: CompleteRequest): Promise<{ success: boolean }> {
+export async function complete(ctx: GrpcContext, grant: Grant, request: CompleteRequest, metadata?: Metadata): Promise<{ success: boolean }> {
   const auth = grant.auth;
   const workerId = checkWorkerId(request.worker_id);
   if (!(await grant.jobInReach(ctx.db, request.job_id))) throw fenceError('not_owned');
@@ -137,25 +158,33 @@ export async function complete(ctx: GrpcContext, grant: Grant, request: Complete
   if (result !== undefined && jsonBytes(result) > LIMITS.payloadBytesMax) {
     throw new PayloadTooLargeError(`result exceeds ${LIMITS.payloadBytesMax} bytes`, { field: 'result' });
   }
-  const outcome = await ctx.completeBatcher.complete(auth.organizationId, { id: request.job_id, workerId, leaseId: optionalString(request.lease_id), result });
+  const trace = ctx.tracing
+    ? startSettleTrace(ctx.tracing, ctx.db, { operation: 'complete', organizationId: auth.organizationId, workerId, ids: [request.job_id], parent: metadata ? parentTraceHeaders(traceMetadata(metadata)) : null })
+    : null;
+  const outcome = await endOnFailure(ctx.completeBatcher.complete(auth.organizationId, { id: request.job_id, workerId, leaseId: optionalString(request.lease_id), result }), trace);
+  trace?.end(outcome.ok ? 1 : 0);
   ctx.metrics.observeCompletedOutcomes(auth.organizationId, [outcome]);
   if (!outcome.ok) throw fenceError(outcome.reason);
   return { success: true };
 }
 
 /** Fails a job the worker holds: retried after the engine's backoff while retries remain and `retry` is set, else dead-lettered. */
-export async function fail(ctx: GrpcContext, grant: Grant, request: FailRequest): Promise<FailResponse> {
+export async function fail(ctx: GrpcContext, grant: Grant, request: FailRequest, metadata?: Metadata): Promise<FailResponse> {
   const auth = grant.auth;
   const workerId = checkWorkerId(request.worker_id);
   if (!(await grant.jobInReach(ctx.db, request.job_id))) throw fenceError('not_owned');
-  const [outcome] = await jobFailMany(ctx.db, auth.organizationId, [{
+  const trace = ctx.tracing
+    ? startSettleTrace(ctx.tracing, ctx.db, { operation: 'fail', organizationId: auth.organizationId, workerId, ids: [request.job_id], parent: metadata ? parentTraceHeaders(traceMetadata(metadata)) : null })
+    : null;
+  const [outcome] = await endOnFailure(jobFailMany(ctx.db, auth.organizationId, [{
     id: request.job_id,
     workerId,
     leaseId: optionalString(request.lease_id),
     // A worker's error text is kept even when it carries NULs, which PostgreSQL text cannot store.
     error: (request.error ?? '').replaceAll('\u0000', '\uFFFD'),
     retryable: request.retry === true,
-  }]);
+  }]), trace);
+  trace?.end(outcome!.ok ? 1 : 0);
   if (!outcome!.ok) throw fenceError(outcome!.reason);
   // The engine schedules the retry (DESIGN's seconds backoff, docs/state-machine.md); report that delay.
   const delayMs = outcome!.willRetry && outcome!.retryAt ? outcome!.retryAt.getTime() - Date.now() : 0;
@@ -206,8 +235,8 @@ export async function getQueueStats(ctx: GrpcContext, grant: Grant, request: { q
 
 /** The QueueService implementation for grpc-js. */
 export function queueService(ctx: GrpcContext): UntypedServiceImplementation {
-  const bind = <Req, Res>(method: string, operation: Operation, fn: (ctx: GrpcContext, grant: Grant, request: Req) => Promise<Res>) =>
-    unary<Req, Res>(ctx, method, operation, (grant, request) => fn(ctx, grant, request));
+  const bind = <Req, Res>(method: string, operation: Operation, fn: (ctx: GrpcContext, grant: Grant, request: Req, metadata: Metadata) => Promise<Res>) =>
+    unary<Req, Res>(ctx, method, operation, (grant, request, metadata) => fn(ctx, grant, request, metadata));
   return {
     Enqueue: bind('Enqueue', 'job.create', enqueue),
     Dequeue: bind('Dequeue', 'job.claim', dequeue),

@@ -6,7 +6,7 @@ import type { Config } from '../config.js';
 const CORS_PATHS = /^\/(api|health|metrics)(\/|\?|$)/;
 
 /** What browser clients send (SDKs, the official Spooled dashboard, the admin console). */
-const ALLOWED_HEADERS = ['authorization', 'content-type', 'x-organization-id', 'x-api-key', 'x-admin-key', 'x-request-id', 'x-webhook-token'];
+const ALLOWED_HEADERS = ['authorization', 'content-type', 'x-organization-id', 'x-api-key', 'x-admin-key', 'x-request-id', 'x-webhook-token', 'traceparent', 'tracestate'];
 
 /** Response headers a page may read: errors carry the request id, 429s their retry advice, Warning what was ignored (docs/jobs-api.md). */
 const EXPOSED_HEADERS = ['x-request-id', 'x-api-version', 'retry-after', 'x-ratelimit-limit', 'x-ratelimit-remaining', 'x-ratelimit-reset', 'warning'];

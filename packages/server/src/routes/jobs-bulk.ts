@@ -1,6 +1,6 @@
 import type { FastifyInstance } from 'fastify';
 import { Type, type Static } from 'typebox';
-import { LIMITS, SpoolError } from '@spool/protocol';
+import { LIMITS, SpoolError, readTraceContext, traceFieldNames, type TraceContext } from '@spool/protocol';
 import { jobInsertMany, type NewJob } from '@spool/engine';
 import type { AppContext } from '../app.js';
 import { grantOf } from '../http/route-authorization.js';
@@ -9,11 +9,13 @@ import { compileItemValidator } from '../http/validation.js';
 import { unknownFields, warnUnknownFields } from '../http/warnings.js';
 import { assertWebhookTarget, webhookPolicy } from '../webhooks/ssrf.js';
 import { ConcurrencyKey, DateTime, IdempotencyKey, MaxRetries, Priority, QueueName, Tags, TimeoutSeconds, nullable } from '../wire/common.js';
-import { checkJobLimits, toNewJob } from './jobs.js';
+import { enqueueTraceHeaders } from '../http/trace-context.js';
+import { startBulkEnqueueSpan } from '../trace-spans.js';
+import { TraceHeaders, TraceparentField, TracestateField, checkJobLimits, toNewJob } from './jobs.js';
 
 const CONTRACT_BULK_MAX = 100;
 
-/** One bulk item. `max_retries`, `timeout_seconds`, `expires_at`, `tags`, `completion_webhook` and `concurrency_key` per item are extensions. */
+/** One bulk item. `max_retries`, `timeout_seconds`, `expires_at`, `tags`, `completion_webhook`, `concurrency_key`, `traceparent` and `tracestate` per item are extensions. */
 const BulkItem = Type.Object({
   payload: Type.Unknown(),
   priority: Type.Optional(Priority),
@@ -25,6 +27,8 @@ const BulkItem = Type.Object({
   tags: Type.Optional(nullable(Tags)),
   completion_webhook: Type.Optional(nullable(Type.String({ maxLength: 2048, format: 'uri' }))),
   concurrency_key: Type.Optional(nullable(ConcurrencyKey)),
+  traceparent: Type.Optional(nullable(TraceparentField)),
+  tracestate: Type.Optional(nullable(TracestateField)),
 });
 type BulkItem = Static<typeof BulkItem>;
 
@@ -33,7 +37,7 @@ const BulkBody = Type.Object({
   jobs: Type.Array(Type.Unknown(), {
     minItems: 1,
     maxItems: LIMITS.bulkJobsMax,
-    description: `The contract allows 1..${CONTRACT_BULK_MAX} jobs; Spool accepts up to ${LIMITS.bulkJobsMax} (extension). Each item: { payload, priority?, idempotency_key?, scheduled_at?, and as extensions max_retries?, timeout_seconds?, expires_at?, tags?, completion_webhook?, concurrency_key? }. An invalid item is reported in failed; the rest are inserted.`,
+    description: `The contract allows 1..${CONTRACT_BULK_MAX} jobs; Spool accepts up to ${LIMITS.bulkJobsMax} (extension). Each item: { payload, priority?, idempotency_key?, scheduled_at?, and as extensions max_retries?, timeout_seconds?, expires_at?, tags?, completion_webhook?, concurrency_key?, traceparent?, tracestate? }. An item without its own traceparent takes the request's traceparent/tracestate headers. An invalid item is reported in failed; the rest are inserted.`,
   }),
   default_priority: Type.Optional(Priority),
   default_max_retries: Type.Optional(MaxRetries),
@@ -59,16 +63,19 @@ export function jobBulkRoutes(app: FastifyInstance, ctx: AppContext): void {
     schema: {
       tags: ['jobs'],
       summary: 'Create many jobs in one statement (1..1000; over 100 is a Spool extension)',
+      headers: TraceHeaders,
       body: BulkBody,
       response: { 200: BulkResult },
     },
   }, async (request, reply) => {
     const auth = grantOf(request).auth;
     const body = request.body;
+    // Malformed headers refuse the whole request: they are every item's default.
+    const fromHeaders = enqueueTraceHeaders(request.headers);
     // Items are validated one by one below, so the route schema cannot name their unknown fields.
     warnUnknownFields(reply, body.jobs.flatMap((item, index) => unknownFields(BulkItem as never, item, `jobs[${index}]`)));
     const failed: { index: number; error: string }[] = [];
-    const valid: { index: number; job: NewJob }[] = [];
+    const valid: { index: number; job: NewJob; trace: TraceContext | null; own: boolean }[] = [];
     const admissions: JobAdmission[] = [];
     // One resolution per distinct completion_webhook, not one per item.
     const targets = new Map<string, Promise<string | null>>();
@@ -99,6 +106,15 @@ export function jobBulkRoutes(app: FastifyInstance, ctx: AppContext): void {
         failed.push({ index, error: err.message });
         continue;
       }
+      let own: TraceContext | null = null;
+      if (item.traceparent != null || item.tracestate != null) {
+        const read = readTraceContext(item.traceparent, item.tracestate, traceFieldNames(`${prefix}.`));
+        if (!read.ok) {
+          failed.push({ index, error: read.message });
+          continue;
+        }
+        own = read.value;
+      }
       const refused = item.completion_webhook ? await targetRefused(item.completion_webhook) : null;
       if (refused) {
         failed.push({ index, error: refused });
@@ -107,6 +123,8 @@ export function jobBulkRoutes(app: FastifyInstance, ctx: AppContext): void {
       admissions.push({ queueName: body.queue_name, payloadBytes });
       valid.push({
         index,
+        own: own !== null,
+        trace: own ?? fromHeaders,
         job: toNewJob(auth.organizationId, body.queue_name, {
           ...item,
           priority: item.priority ?? body.default_priority,
@@ -115,12 +133,29 @@ export function jobBulkRoutes(app: FastifyInstance, ctx: AppContext): void {
         }),
       });
     }
-    const quota = valid.length > 0 ? await admitJobs(ctx, auth, admissions) : null;
-    const inserted = await jobInsertMany(quota?.db ?? ctx.db, valid.map((v) => v.job)).catch(async (err: unknown) => {
-      await quota?.settle(0);
+    // With tracing on: one span for the request; items without a context of their own are created under it.
+    const span = ctx.tracing && valid.length > 0
+      ? startBulkEnqueueSpan(ctx.tracing, body.queue_name, auth.organizationId, fromHeaders, valid.flatMap((v) => (v.own && v.trace ? [v.trace] : [])), valid.length)
+      : null;
+    for (const v of valid) {
+      const trace = v.own ? v.trace : (span?.context ?? v.trace);
+      v.job.traceparent = trace?.traceparent ?? null;
+      v.job.tracestate = trace?.tracestate ?? null;
+    }
+    let inserted;
+    try {
+      const quota = valid.length > 0 ? await admitJobs(ctx, auth, admissions) : null;
+      inserted = await jobInsertMany(quota?.db ?? ctx.db, valid.map((v) => v.job)).catch(async (err: unknown) => {
+        await quota?.settle(0);
+        throw err;
+      });
+      await quota?.settle(inserted.filter((row) => row.created).length);
+    } catch (err) {
+      span?.end(err);
       throw err;
-    });
-    await quota?.settle(inserted.filter((row) => row.created).length);
+    }
+    span?.setAttributes({ 'spool.created_count': inserted.filter((row) => row.created).length, 'spool.refused_count': failed.length });
+    span?.end();
     const succeeded = valid.map((v, i) => ({ index: v.index, job_id: inserted[i]!.id, created: inserted[i]!.created }));
     return { succeeded, failed, total: body.jobs.length, success_count: succeeded.length, failure_count: failed.length };
   });

@@ -9,6 +9,8 @@ import { grantOf } from '../http/route-authorization.js';
 import { errorBody } from '../http/errors.js';
 import { IdParams, QueueName, jsonBytes, nullable } from '../wire/common.js';
 import { JobSchema, jobToWire } from '../wire/job.js';
+import { parentTraceHeaders } from '../http/trace-context.js';
+import { endOnFailure, recordClaimSpan, startSettleTrace } from '../trace-spans.js';
 
 const WorkerId = Type.String({ minLength: 1, maxLength: 255 });
 const LeaseId = Type.Optional(nullable(Type.String({ maxLength: 100 })));
@@ -132,6 +134,7 @@ export function jobWorkerRoutes(app: FastifyInstance, ctx: AppContext): void {
   }, async (request, reply) => {
     const auth = grantOf(request).auth;
     const body = request.body;
+    const startTime = ctx.tracing ? Date.now() : 0;
     const limit = clamp(body.limit ?? 1, 1, LIMITS.claimLimitMax);
     const claim = () => ctx.metrics.timeClaim(() => jobClaimOutcome(ctx.db, {
       organizationId: auth.organizationId,
@@ -149,8 +152,14 @@ export function jobWorkerRoutes(app: FastifyInstance, ctx: AppContext): void {
     if (waitMs > 0) reply.raw.once('close', onClose);
     try {
       const key = ClaimWaiters.key(auth.organizationId, body.queue_name);
-      const jobs = await claimWithWait(ctx.claimWaiters, { key, waitMs, limit, signal: controller.signal }, claim);
+      const claimed = claimWithWait(ctx.claimWaiters, { key, waitMs, limit, signal: controller.signal }, claim);
+      const tracing = ctx.tracing;
+      const jobs = await (tracing ? claimed.catch((err: unknown) => {
+        recordClaimSpan(tracing, { queue: body.queue_name, organizationId: auth.organizationId, workerId: body.worker_id, parent: parentTraceHeaders(request.headers), startTime, jobs: [], error: err });
+        throw err;
+      }) : claimed);
       ctx.metrics.observeClaimed(jobs);
+      if (ctx.tracing) recordClaimSpan(ctx.tracing, { queue: body.queue_name, organizationId: auth.organizationId, workerId: body.worker_id, parent: parentTraceHeaders(request.headers), startTime, jobs });
       return { jobs: jobs.map(jobToWire) };
     } finally {
       reply.raw.off('close', onClose);
@@ -171,7 +180,9 @@ export function jobWorkerRoutes(app: FastifyInstance, ctx: AppContext): void {
     // Ids are compared as text in places: one canonical spelling.
     const id = request.params.id.toLowerCase();
     checkResultSize(request.body.result, 'result');
-    const outcome = await ctx.completeBatcher.complete(organizationId, { id, workerId: request.body.worker_id, leaseId: request.body.lease_id, result: request.body.result });
+    const trace = ctx.tracing ? startSettleTrace(ctx.tracing, ctx.db, { operation: 'complete', organizationId, workerId: request.body.worker_id, ids: [id], parent: parentTraceHeaders(request.headers) }) : null;
+    const outcome = await endOnFailure(ctx.completeBatcher.complete(organizationId, { id, workerId: request.body.worker_id, leaseId: request.body.lease_id, result: request.body.result }), trace);
+    trace?.end(outcome.ok ? 1 : 0);
     ctx.metrics.observeCompletedOutcomes(organizationId, [outcome]);
     if (!outcome.ok) return refuse(reply, outcome.reason, id);
     return { success: true };
@@ -191,7 +202,9 @@ export function jobWorkerRoutes(app: FastifyInstance, ctx: AppContext): void {
     // Ids are compared as text in places: one canonical spelling.
     const id = request.params.id.toLowerCase();
     const body = request.body;
-    const [outcome] = await jobFailMany(ctx.db, organizationId, [{ id, workerId: body.worker_id, leaseId: body.lease_id, error: body.error, retryable: body.retryable }]);
+    const trace = ctx.tracing ? startSettleTrace(ctx.tracing, ctx.db, { operation: 'fail', organizationId, workerId: body.worker_id, ids: [id], parent: parentTraceHeaders(request.headers) }) : null;
+    const [outcome] = await endOnFailure(jobFailMany(ctx.db, organizationId, [{ id, workerId: body.worker_id, leaseId: body.lease_id, error: body.error, retryable: body.retryable }]), trace);
+    trace?.end(outcome!.ok ? 1 : 0);
     if (!outcome!.ok) return refuse(reply, outcome!.reason, id);
     return { success: true, will_retry: outcome!.willRetry, status: outcome!.status };
   });
@@ -233,7 +246,9 @@ export function jobWorkerRoutes(app: FastifyInstance, ctx: AppContext): void {
     const { worker_id: workerId, items } = request.body;
     items.forEach((item, i) => checkResultSize(item.result, `items[${i}].result`));
     const { unique, duplicates, outOfReach } = await splitBatch(grant, ctx, items);
-    const outcomes = await jobCompleteMany(ctx.db, organizationId, unique.map((item) => ({ id: item.job_id.toLowerCase(), workerId, leaseId: item.lease_id, result: item.result })));
+    const trace = ctx.tracing ? startSettleTrace(ctx.tracing, ctx.db, { operation: 'complete', organizationId, workerId, ids: unique.map((item) => item.job_id), parent: parentTraceHeaders(request.headers) }) : null;
+    const outcomes = await endOnFailure(jobCompleteMany(ctx.db, organizationId, unique.map((item) => ({ id: item.job_id.toLowerCase(), workerId, leaseId: item.lease_id, result: item.result }))), trace);
+    trace?.end(outcomes.filter((o) => o.ok).length);
     ctx.metrics.observeCompletedOutcomes(organizationId, outcomes);
     const byId = new Map(outcomes.map((o) => [o.id.toLowerCase(), o]));
     return {
@@ -260,9 +275,11 @@ export function jobWorkerRoutes(app: FastifyInstance, ctx: AppContext): void {
     const { organizationId } = grant;
     const { worker_id: workerId, items } = request.body;
     const { unique, duplicates, outOfReach } = await splitBatch(grant, ctx, items);
-    const outcomes = await jobFailMany(ctx.db, organizationId, unique.map((item) => ({
+    const trace = ctx.tracing ? startSettleTrace(ctx.tracing, ctx.db, { operation: 'fail', organizationId, workerId, ids: unique.map((item) => item.job_id), parent: parentTraceHeaders(request.headers) }) : null;
+    const outcomes = await endOnFailure(jobFailMany(ctx.db, organizationId, unique.map((item) => ({
       id: item.job_id.toLowerCase(), workerId, leaseId: item.lease_id, error: item.error, retryable: item.retryable,
-    })));
+    }))), trace);
+    trace?.end(outcomes.filter((o) => o.ok).length);
     const byId = new Map(outcomes.map((o) => [o.id.toLowerCase(), o]));
     return {
       results: items.map((item, index) => {

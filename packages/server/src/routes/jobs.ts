@@ -1,6 +1,6 @@
 import type { FastifyInstance } from 'fastify';
 import { Type, type Static } from 'typebox';
-import { ConflictError, JOB_STATUSES, LIMITS, NotFoundError, PayloadTooLargeError, ValidationError } from '@spool/protocol';
+import { ConflictError, JOB_STATUSES, LIMITS, NotFoundError, PayloadTooLargeError, TRACESTATE_MAX, ValidationError, readTraceContext, type TraceContext } from '@spool/protocol';
 import {
   JOB_ORDER_COLUMNS,
   isUuid,
@@ -19,9 +19,23 @@ import type { AppContext } from '../app.js';
 import { grantOf } from '../http/route-authorization.js';
 import { contractChoice, contractInt } from '../http/warnings.js';
 import { admitJobs, enqueueAdmitted } from '../http/job-admission.js';
+import { checkedTraceContext, enqueueTraceHeaders } from '../http/trace-context.js';
+import { ATTR_MESSAGING_MESSAGE_ID, startEnqueueSpan } from '../trace-spans.js';
 import { assertWebhookTarget, webhookPolicy } from '../webhooks/ssrf.js';
 import { ConcurrencyKey, DateTime, IdempotencyKey, IdParams, MaxRetries, Priority, QueueName, Tags, TimeoutSeconds, jsonBytes, nullable } from '../wire/common.js';
 import { JobSchema, JobSummarySchema, jobSummaryToWire, jobToWire } from '../wire/job.js';
+
+/** Extension: the W3C trace context of the enqueuer, checked strictly in code (protocol trace-context.ts) for precise messages. */
+export const TraceparentField = Type.String({
+  description: 'extension: W3C traceparent (version-traceid-parentid-flags, lowercase hex, ids not all zeros), e.g. 00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01. Overrides the traceparent header. Workers\' spans link to it (docs/observability.md, Tracing).',
+});
+export const TracestateField = Type.String({ description: `extension: W3C tracestate going with traceparent, at most ${TRACESTATE_MAX} characters and 32 key=value members` });
+
+/** The trace context of a create body, when it names one. */
+export function bodyTraceContext(body: { traceparent?: string | null; tracestate?: string | null }): TraceContext | null {
+  if (body.traceparent == null && body.tracestate == null) return null;
+  return checkedTraceContext(readTraceContext(body.traceparent, body.tracestate));
+}
 
 const CreateJobBody = Type.Object({
   queue_name: QueueName,
@@ -36,8 +50,16 @@ const CreateJobBody = Type.Object({
   parent_job_id: Type.Optional(nullable(Type.String({ maxLength: 100 }))),
   completion_webhook: Type.Optional(nullable(Type.String({ maxLength: 2048, format: 'uri' }))),
   concurrency_key: Type.Optional(nullable(ConcurrencyKey)),
+  traceparent: Type.Optional(nullable(TraceparentField)),
+  tracestate: Type.Optional(nullable(TracestateField)),
 });
 type CreateJobBody = Static<typeof CreateJobBody>;
+
+/** Extension request headers of an enqueue (W3C Trace Context); other headers are not listed. */
+export const TraceHeaders = Type.Object({
+  traceparent: Type.Optional(Type.String({ description: 'extension: W3C traceparent of the enqueuer (a body field of the same name wins)' })),
+  tracestate: Type.Optional(Type.String({ description: `extension: W3C tracestate, at most ${TRACESTATE_MAX} characters` })),
+});
 
 const CreatedSchema = Type.Object({ id: Type.String(), created: Type.Boolean() });
 
@@ -54,7 +76,7 @@ export function checkJobLimits(body: { payload?: unknown; tags?: unknown; schedu
 }
 
 /** The engine's input for one validated create body. */
-export function toNewJob(organizationId: string, queueName: string, body: Omit<CreateJobBody, 'queue_name'>): NewJob {
+export function toNewJob(organizationId: string, queueName: string, body: Omit<CreateJobBody, 'queue_name' | 'traceparent' | 'tracestate'>, trace: TraceContext | null = null): NewJob {
   return {
     organizationId,
     queueName,
@@ -69,6 +91,8 @@ export function toNewJob(organizationId: string, queueName: string, body: Omit<C
     parentJobId: body.parent_job_id && isUuid(body.parent_job_id) ? body.parent_job_id : null,
     completionWebhook: body.completion_webhook ?? null,
     concurrencyKey: body.concurrency_key ?? null,
+    traceparent: trace?.traceparent ?? null,
+    tracestate: trace?.tracestate ?? null,
   };
 }
 
@@ -109,7 +133,9 @@ export function jobRoutes(app: FastifyInstance, ctx: AppContext): void {
     schema: {
       tags: ['jobs'],
       summary: 'Create a job (201; 200 with created:false on an idempotent repeat)',
-      description: 'Concurrent creates are group-committed: they share one INSERT, one NOTIFY and one commit.',
+      description: 'Concurrent creates are group-committed: they share one INSERT, one NOTIFY and one commit. '
+        + 'Extension: the `traceparent` and `tracestate` headers (W3C Trace Context), or the body fields of the same names, give the job its enqueuer\'s trace; a malformed one is a 400.',
+      headers: TraceHeaders,
       body: CreateJobBody,
       response: { 200: CreatedSchema, 201: CreatedSchema },
     },
@@ -117,17 +143,29 @@ export function jobRoutes(app: FastifyInstance, ctx: AppContext): void {
     const auth = grantOf(request).auth;
     const body = request.body;
     const payloadBytes = checkJobLimits(body);
+    // The body's context is this job's own; the headers' that of the request.
+    const fromHeaders = enqueueTraceHeaders(request.headers);
+    let trace = bodyTraceContext(body) ?? fromHeaders;
     // Refused when saved, not only when the job finishes: the caller learns it now.
     if (body.completion_webhook) await assertWebhookTarget(body.completion_webhook, policy, 'completion_webhook');
-    const job = toNewJob(auth.organizationId, body.queue_name, body);
-    // Nothing may throw between admitting and settling: settle ends the plan-limit transaction.
-    const quota = await admitJobs(ctx, auth, [{ queueName: body.queue_name, payloadBytes }]);
-    const result = await enqueueAdmitted(ctx, quota, job).catch(async (err: unknown) => {
-      await quota.settle(0);
+    const span = ctx.tracing ? startEnqueueSpan(ctx.tracing, body.queue_name, auth.organizationId, trace, 'http') : null;
+    if (span) trace = span.context;
+    const job = toNewJob(auth.organizationId, body.queue_name, body, trace);
+    try {
+      // Nothing may throw between admitting and settling: settle ends the plan-limit transaction.
+      const quota = await admitJobs(ctx, auth, [{ queueName: body.queue_name, payloadBytes }]);
+      const result = await enqueueAdmitted(ctx, quota, job).catch(async (err: unknown) => {
+        await quota.settle(0);
+        throw err;
+      });
+      await quota.settle(result.created ? 1 : 0);
+      span?.setAttributes({ [ATTR_MESSAGING_MESSAGE_ID]: result.id, 'spool.created': result.created });
+      span?.end();
+      return reply.code(result.created ? 201 : 200).send({ id: result.id, created: result.created });
+    } catch (err) {
+      span?.end(err);
       throw err;
-    });
-    await quota.settle(result.created ? 1 : 0);
-    return reply.code(result.created ? 201 : 200).send({ id: result.id, created: result.created });
+    }
   });
 
   app.get<{ Querystring: ListQuery }>('/jobs', {

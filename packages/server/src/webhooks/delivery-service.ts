@@ -11,6 +11,8 @@ import {
 import { CircuitBreaker, type CircuitBreakerOptions } from './circuit-breaker.js';
 import { sendWebhook } from './sender.js';
 import type { WebhookPolicy } from './ssrf.js';
+import type { ServerTracing } from '../tracing.js';
+import { ATTR_MESSAGING_MESSAGE_ID, ATTR_ORGANIZATION } from '../trace-spans.js';
 
 export interface WebhookDeliveryOptions extends Partial<LoopServiceOptions> {
   policy: WebhookPolicy;
@@ -20,6 +22,8 @@ export interface WebhookDeliveryOptions extends Partial<LoopServiceOptions> {
   retryBaseMs?: number;
   timeoutMs?: number;
   breaker?: CircuitBreakerOptions;
+  /** The server's spans: one client span per delivery attempt (null: none). */
+  tracing?: ServerTracing | null;
 }
 
 /**
@@ -41,6 +45,7 @@ export class WebhookDelivery extends LoopService {
   readonly #retryBaseMs: number;
   readonly #timeoutMs: number;
   readonly #inFlight = new Set<Promise<void>>();
+  readonly #tracing: ServerTracing | null;
 
   constructor(db: Db, options: WebhookDeliveryOptions) {
     super({ idleMs: options.idleMs ?? 250, log: options.log });
@@ -50,6 +55,7 @@ export class WebhookDelivery extends LoopService {
     this.#retryBaseMs = options.retryBaseMs ?? 1_000;
     this.#timeoutMs = options.timeoutMs ?? 10_000;
     this.breaker = new CircuitBreaker(options.breaker);
+    this.#tracing = options.tracing ?? null;
   }
 
   async runOnce(): Promise<number> {
@@ -71,6 +77,31 @@ export class WebhookDelivery extends LoopService {
   override async stop(): Promise<void> {
     await super.stop();
     await Promise.allSettled([...this.#inFlight]);
+  }
+
+  /** A client span per attempt, linked to the job's stored context when the delivery is about a job. */
+  async #startSpan(tracing: ServerTracing, delivery: ClaimedDelivery, host: string) {
+    const job = delivery.job_id
+      ? (await tracing.jobContexts(this.#db, delivery.organization_id, [delivery.job_id]).catch(() => new Map())).get(delivery.job_id.toLowerCase())
+      : undefined;
+    const url = new URL(delivery.target_url);
+    return tracing.start({
+      name: 'POST',
+      kind: 'client',
+      parent: null,
+      links: job?.trace ? [{ context: job.trace, attributes: { [ATTR_MESSAGING_MESSAGE_ID]: delivery.job_id ?? undefined } }] : [],
+      attributes: {
+        'http.request.method': 'POST',
+        'server.address': url.hostname,
+        'server.port': Number(url.port || (url.protocol === 'https:' ? 443 : 80)),
+        'url.scheme': url.protocol.replace(':', ''),
+        'spool.webhook.event': delivery.event,
+        'spool.webhook.delivery_id': delivery.id,
+        'spool.webhook.attempt': delivery.attempts,
+        'spool.webhook.host': host,
+        [ATTR_ORGANIZATION]: delivery.organization_id,
+      },
+    });
   }
 
   /** Attempt n failed: wait 2^(n-1) × base plus up to 500 ms. */
@@ -96,6 +127,7 @@ export class WebhookDelivery extends LoopService {
       await webhookDeliveryDefer(this.#db, delivery.id, new Date(decision.retryAt));
       return;
     }
+    const span = this.#tracing ? await this.#startSpan(this.#tracing, delivery, host) : null;
     const response = await sendWebhook({
       url: delivery.target_url,
       body: JSON.stringify(delivery.payload),
@@ -105,7 +137,12 @@ export class WebhookDelivery extends LoopService {
       deliveryId: delivery.id,
       policy: this.#policy,
       timeoutMs: this.#timeoutMs,
+      trace: span?.context ?? null,
     });
+    if (span) {
+      span.setAttributes({ 'http.response.status_code': response.statusCode ?? undefined, 'spool.webhook.success': response.success });
+      span.end(response.success ? undefined : new Error(response.error ?? 'delivery failed'));
+    }
     if (response.success) this.breaker.success(host);
     else if (!response.permanent) this.breaker.failure(host);
     const lastAttempt = delivery.attempts >= delivery.max_attempts;

@@ -13,6 +13,8 @@ export interface WebhookRequest {
   deliveryId?: string | null;
   policy: WebhookPolicy;
   timeoutMs?: number;
+  /** W3C trace context of the delivery's span, sent as `traceparent`/`tracestate` (only while the server traces). */
+  trace?: { traceparent: string; tracestate: string | null } | null;
 }
 
 export interface WebhookResponse {
@@ -32,7 +34,7 @@ export function signWebhook(secret: string, timestamp: number, body: string): st
 }
 
 /** The headers of every outgoing webhook request. */
-export function webhookHeaders(request: Pick<WebhookRequest, 'body' | 'event' | 'attempt' | 'secret' | 'deliveryId'>, now = Date.now()): Record<string, string> {
+export function webhookHeaders(request: Pick<WebhookRequest, 'body' | 'event' | 'attempt' | 'secret' | 'deliveryId' | 'trace'>, now = Date.now()): Record<string, string> {
   const timestamp = Math.floor(now / 1000);
   const headers: Record<string, string> = {
     'content-type': 'application/json',
@@ -44,6 +46,10 @@ export function webhookHeaders(request: Pick<WebhookRequest, 'body' | 'event' | 
   };
   if (request.deliveryId) headers['x-spooled-delivery-id'] = request.deliveryId;
   if (request.secret) headers['x-spooled-signature'] = signWebhook(request.secret, timestamp, request.body);
+  if (request.trace) {
+    headers.traceparent = request.trace.traceparent;
+    if (request.trace.tracestate) headers.tracestate = request.trace.tracestate;
+  }
   return headers;
 }
 

@@ -35,6 +35,8 @@ export const JobSchema = Type.Object({
   dependencies_met: Type.Union([Type.Boolean(), Type.Null()]),
   cancel_requested: Type.Boolean({ description: 'extension: cancellation was requested while the job runs' }),
   concurrency_key: Type.Union([Type.String(), Type.Null()], { description: 'extension: the key whose processing jobs the queue\'s concurrency_key_limit caps' }),
+  traceparent: Type.Union([Type.String(), Type.Null()], { description: 'extension: the W3C traceparent the job was enqueued in (the server\'s enqueue span while it exports traces); a worker\'s span for the job links to it. Null outside a trace.' }),
+  tracestate: Type.Union([Type.String(), Type.Null()], { description: 'extension: the W3C tracestate going with traceparent' }),
 });
 
 /** List rows (docs/compatibility.md §3.3 JobSummary). */
@@ -85,6 +87,8 @@ export function jobToWire(row: JobRow): Record<string, unknown> {
     dependencies_met: row.dependencies_met,
     cancel_requested: row.cancel_requested_at !== null,
     concurrency_key: row.concurrency_key,
+    traceparent: row.traceparent ?? null,
+    tracestate: row.tracestate ?? null,
   };
 }
 

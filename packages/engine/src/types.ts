@@ -37,6 +37,10 @@ export interface JobRow {
   dependencies_remaining: number | null;
   /** xid8 (as text) of the last transaction that added a dependency on this job. */
   dependents_xid: string | null;
+  /** The server enforces timeout_seconds: it was chosen, not the built-in default (migration 026). */
+  timeout_enforced: boolean;
+  /** The current (or last) attempt's deadline when enforced: its claim time + timeout_seconds. */
+  deadline_at: Date | null;
 }
 
 export interface QueueConfigRow {
@@ -45,6 +49,8 @@ export interface QueueConfigRow {
   queue_name: string;
   max_retries: number;
   default_timeout: number;
+  /** default_timeout was chosen by the operator: jobs that take it are enforced (migration 026). */
+  default_timeout_set: boolean;
   rate_limit: number | null;
   enabled: boolean;
   paused_at: Date | null;

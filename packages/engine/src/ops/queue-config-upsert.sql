@@ -2,6 +2,9 @@
 -- value (or the default for a new row). Disabling through config pauses.
 -- $12 true clears concurrency_limit when $11 is NULL (the limit is
 -- nullable on the wire: null means "no limit", absent means "unchanged").
+-- Sending default_timeout ($4) marks it chosen: jobs that take it have their
+-- timeout enforced by the server (migration 026); $13 true (default_timeout
+-- null on the wire) goes back to the built-in 300 s, not enforced.
 -- Enabling or disabling writes queue.resumed / queue.paused in the same
 -- statement (one NOTIFY on spool_events), as POST pause/resume do.
 WITH prior AS (
@@ -11,14 +14,17 @@ WITH prior AS (
 ),
 upserted AS (
   INSERT INTO spool.queue_config AS q (organization_id, queue_name, max_retries, default_timeout, rate_limit, enabled,
-                                       paused_at, settings, backoff_base_ms, backoff_max_ms, backoff_jitter_ms, concurrency_limit)
+                                       paused_at, settings, backoff_base_ms, backoff_max_ms, backoff_jitter_ms, concurrency_limit,
+                                       default_timeout_set)
   SELECT $1, $2, coalesce($3, 3), coalesce($4, 300), $5, coalesce($6, true),
          CASE WHEN coalesce($6, true) THEN NULL ELSE now() END,
-         coalesce($7::jsonb, '{}'::jsonb), coalesce($8, 1000), coalesce($9, 60000), coalesce($10, 500), $11
+         coalesce($7::jsonb, '{}'::jsonb), coalesce($8, 1000), coalesce($9, 60000), coalesce($10, 500), $11,
+         $4 IS NOT NULL
   FROM (SELECT count(*) FROM prior) AS read_first
   ON CONFLICT (organization_id, queue_name) DO UPDATE
   SET max_retries = coalesce($3, q.max_retries),
-      default_timeout = coalesce($4, q.default_timeout),
+      default_timeout = CASE WHEN $13::boolean THEN 300 ELSE coalesce($4, q.default_timeout) END,
+      default_timeout_set = CASE WHEN $13::boolean THEN false ELSE $4 IS NOT NULL OR q.default_timeout_set END,
       rate_limit = coalesce($5, q.rate_limit),
       enabled = coalesce($6, q.enabled),
       paused_at = CASE WHEN coalesce($6, q.enabled) THEN NULL ELSE coalesce(q.paused_at, now()) END,

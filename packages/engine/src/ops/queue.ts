@@ -20,6 +20,7 @@ export async function queueResume(db: Queryable, organizationId: string, queueNa
 
 export interface QueueConfigPatch {
   maxRetries?: number | null;
+  /** undefined keeps it; null goes back to the built-in default (not enforced); a number is chosen, and enforced. */
   defaultTimeout?: number | null;
   rateLimit?: number | null;
   enabled?: boolean | null;
@@ -46,6 +47,7 @@ export async function queueConfigUpsert(db: Queryable, organizationId: string, q
     patch.backoffJitterMs ?? null,
     patch.concurrencyLimit ?? null,
     patch.concurrencyLimit === null,
+    patch.defaultTimeout === null,
   ]);
   return rows[0]!;
 }

@@ -34,6 +34,10 @@ export const JobSchema = Type.Object({
   dependency_mode: NullableString,
   dependencies_met: Type.Union([Type.Boolean(), Type.Null()]),
   cancel_requested: Type.Boolean({ description: 'extension: cancellation was requested while the job runs' }),
+  timeout_enforced: Type.Boolean({ description: 'extension: the server enforces timeout_seconds (it was set on the job, its schedule or its queue\'s config); false for the built-in default, which only the SDK enforces' }),
+  deadline_at: Type.Union([Type.String({ format: 'date-time' }), Type.Null()], {
+    description: 'extension: while processing with an enforced timeout, when this attempt times out (claim time + timeout_seconds), else null; the lease never outlives it',
+  }),
 });
 
 /** List rows (docs/compatibility.md §3.3 JobSummary). */
@@ -83,6 +87,8 @@ export function jobToWire(row: JobRow): Record<string, unknown> {
     dependency_mode: row.dependency_mode,
     dependencies_met: row.dependencies_met,
     cancel_requested: row.cancel_requested_at !== null,
+    timeout_enforced: row.timeout_enforced,
+    deadline_at: row.status === 'processing' ? iso(row.deadline_at) : null,
   };
 }
 

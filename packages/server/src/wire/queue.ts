@@ -23,6 +23,7 @@ export const QueueConfigSchema = Type.Object({
   backoff_max_ms: Type.Integer({ description: 'extension: retry backoff cap' }),
   backoff_jitter_ms: Type.Integer({ description: 'extension: retry backoff jitter' }),
   concurrency_limit: Type.Union([Type.Integer(), Type.Null()], { description: 'extension: most jobs processing at once across all workers; null means no limit' }),
+  default_timeout_enforced: Type.Boolean({ description: 'extension: default_timeout was set through the config, so the server enforces it on the jobs that take it; false for the built-in default, which only the SDK enforces' }),
   configured: Type.Boolean({ description: 'extension: false when the queue has jobs but no config row; the fields are then its defaults and `id` is derived from the name' }),
 });
 
@@ -80,6 +81,7 @@ export function queueConfigToWire(row: QueueConfigRow, configured = true): Recor
     backoff_max_ms: row.backoff_max_ms,
     backoff_jitter_ms: row.backoff_jitter_ms,
     concurrency_limit: row.concurrency_limit,
+    default_timeout_enforced: row.default_timeout_set,
     configured,
   };
 }

@@ -69,3 +69,6 @@ SELECT u.id, u.organization_id, u.queue_name, u.event, u.job_ids, u.created_at,
        CASE WHEN u.event IN ('fail_retry', 'fail_final', 'lease_expired', 'timeout') AND u.to_status IS DISTINCT FROM 'cancelled' THEN n ELSE 0 END AS failed,
        CASE WHEN u.event IN ('fail_retry', 'lease_expired', 'timeout') AND u.to_status IN ('pending', 'scheduled') THEN n ELSE 0 END AS retried,
        CASE WHEN u.to_status IN ('failed', 'deadletter') THEN n ELSE 0 END AS deadlettered,
+       CASE WHEN u.event = 'expire' THEN n ELSE 0 END AS expired
+FROM unread u
+CROSS JOIN LATERAL (SELECT coalesce(cardinality(u.job_ids), 1)::bigint AS n) c;

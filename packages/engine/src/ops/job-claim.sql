@@ -87,7 +87,7 @@ claimed AS (
       assigned_worker_id = $4,
       lease_id = gen_random_uuid(),
       -- An enforced timeout (migration 026) is the attempt's deadline, which
-      -- the lease never outlives; least() ignores the NULL of the others.
+      -- the lease never outlives; for a job without one least() ignores the NULL.
       lease_expires_at = least(now() + make_interval(secs => $5), CASE WHEN j.timeout_enforced THEN now() + make_interval(secs => j.timeout_seconds) END),
       deadline_at = CASE WHEN j.timeout_enforced THEN now() + make_interval(secs => j.timeout_seconds) END,
       started_at = coalesce(j.started_at, now()),

@@ -47,6 +47,8 @@ export class FakeSpoolServer {
   readonly queues = new Map<string, Row>();
   readonly requests: LoggedRequest[] = [];
   readonly cancelRequested = new Set<string>();
+  /** Jobs whose running attempt passed its enforced deadline: their worker calls are refused as timed out. */
+  readonly timedOut = new Set<string>();
   url = '';
   readonly #canned = new Map<string, Canned[]>();
   readonly #waiters = new Set<() => void>();
@@ -290,6 +292,12 @@ export class FakeSpoolServer {
     const job = this.job(id);
     if (!job || job.status !== 'processing' || job.assigned_worker_id !== body.worker_id) return [404, { success: false, error: 'job_not_found_or_not_owned', code: 'NOT_FOUND', message: 'job_not_found_or_not_owned' }];
     if (body.lease_id && body.lease_id !== job.lease_id) return [409, { code: 'LEASE_EXPIRED', message: 'Lease expired' }];
+    if (this.timedOut.has(id)) {
+      const details = { job_id: id, timed_out: true };
+      return body.lease_id
+        ? [409, { success: false, code: 'LEASE_EXPIRED', error: 'lease_expired', message: 'Lease expired: the attempt timed out', details }]
+        : [404, { success: false, error: 'job_not_found_or_not_owned', code: 'NOT_FOUND', message: 'the attempt timed out', details }];
+    }
     return job;
   }
 
@@ -299,7 +307,7 @@ export class FakeSpoolServer {
     const job = owned;
     if (action === 'heartbeat') {
       job.lease_expires_at = new Date(Date.now() + Number(body.lease_duration_secs ?? 30) * 1000).toISOString();
-      return [200, { success: true, cancel_requested: this.cancelRequested.has(id), lease_expires_at: job.lease_expires_at }];
+      return [200, { success: true, cancel_requested: this.cancelRequested.has(id), lease_expires_at: job.lease_expires_at, deadline_at: null, timed_out: false }];
     }
     if (action === 'complete') {
       Object.assign(job, { status: 'completed', result: body.result ?? null, completed_at: new Date().toISOString(), lease_id: null, assigned_worker_id: null });

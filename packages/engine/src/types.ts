@@ -41,6 +41,10 @@ export interface JobRow {
   /** W3C trace context of the enqueuer (migration 027), null outside a trace. */
   traceparent: string | null;
   tracestate: string | null;
+  /** The server enforces timeout_seconds: it was chosen, not the built-in default (migration 026). */
+  timeout_enforced: boolean;
+  /** The current (or last) attempt's deadline when enforced: its claim time + timeout_seconds. */
+  deadline_at: Date | null;
 }
 
 export interface QueueConfigRow {
@@ -49,6 +53,8 @@ export interface QueueConfigRow {
   queue_name: string;
   max_retries: number;
   default_timeout: number;
+  /** default_timeout was chosen by the operator: jobs that take it are enforced (migration 026). */
+  default_timeout_set: boolean;
   rate_limit: number | null;
   enabled: boolean;
   paused_at: Date | null;

@@ -52,10 +52,11 @@ export const JOB_MOVES = [
   { from: 'scheduled', to: 'pending', events: ['promote'] },
   { from: 'pending', to: 'processing', events: ['claim'] },
   { from: 'processing', to: 'completed', events: ['complete'] },
-  { from: 'processing', to: 'pending', events: ['fail_retry', 'lease_expired', 'release'] },
-  { from: 'processing', to: 'deadletter', events: ['fail_final', 'lease_expired'] },
-  // after a cancel request: the failure, lease expiry or release ends the job cancelled
-  { from: 'processing', to: 'cancelled', events: ['fail_final', 'lease_expired', 'release'] },
+  // timeout: the server ended an attempt at its deadline (an enforced timeout_seconds)
+  { from: 'processing', to: 'pending', events: ['fail_retry', 'lease_expired', 'timeout', 'release'] },
+  { from: 'processing', to: 'deadletter', events: ['fail_final', 'lease_expired', 'timeout'] },
+  // after a cancel request: the failure, lease expiry, timeout or release ends the job cancelled
+  { from: 'processing', to: 'cancelled', events: ['fail_final', 'lease_expired', 'timeout', 'release'] },
   { from: 'pending', to: 'cancelled', events: ['cancel', 'expire'] },
   { from: 'scheduled', to: 'cancelled', events: ['cancel', 'expire'] },
   { from: 'failed', to: 'pending', events: ['retry'] },

@@ -227,6 +227,46 @@ test('a job over its timeout sees its signal fire and is failed', async () => {
   await worker.stop();
 });
 
+test('a heartbeat refused as timed out by the server aborts the handler with a JobTimeoutError and reports nothing', async () => {
+  // A long timeout: the worker's own timer does not fire; the server's answer decides.
+  const job = server.addJob('server-timeout', {}, { timeout_seconds: 600 });
+  const worker = makeWorker('server-timeout', { leaseSeconds: 5, heartbeatFraction: 0.05 });
+  const errors: unknown[] = [];
+  worker.on('error', (err) => errors.push(err));
+  let reason: unknown;
+  worker.handle(async (_job, ctx) => {
+    await new Promise((resolve) => ctx.signal.addEventListener('abort', resolve));
+    reason = ctx.signal.reason;
+    return 'too late';
+  });
+  await worker.start();
+  await waitFor('running', () => worker.runningCount === 1);
+  await waitFor('a heartbeat', () => server.calls(`/api/v1/jobs/${job.id}/heartbeat`).length > 0);
+  server.timedOut.add(job.id);
+  await waitFor('aborted', () => reason !== undefined);
+  assert.ok(reason instanceof JobTimeoutError, String(reason));
+  assert.equal(reason.enforcedByServer, true);
+  assert.equal(reason.timeoutSeconds, 600);
+  assert.ok(errors.some((err) => err === reason), 'the worker reports it on its error event');
+  await worker.stop();
+  const reported = [...server.calls('/api/v1/jobs/complete'), ...server.calls('/api/v1/jobs/fail')];
+  assert.equal(reported.some((c) => JSON.stringify(c.body).includes(job.id)), false, 'the server fails the job itself');
+});
+
+test('a job whose timeout the server enforces is aborted at its timeout and left to the server to fail', async () => {
+  const job = server.addJob('enforced-timeout', {}, { timeout_seconds: 1, timeout_enforced: true });
+  const worker = makeWorker('enforced-timeout');
+  let reason: unknown;
+  worker.handle((_job, ctx) => new Promise((_resolve, reject) => ctx.signal.addEventListener('abort', () => reject((reason = ctx.signal.reason)))));
+  await worker.start();
+  await waitFor('aborted', () => reason !== undefined, 4000);
+  assert.ok(reason instanceof JobTimeoutError);
+  assert.equal(reason.enforcedByServer, true);
+  await worker.stop();
+  const reported = [...server.calls('/api/v1/jobs/complete'), ...server.calls('/api/v1/jobs/fail')];
+  assert.equal(reported.some((c) => JSON.stringify(c.body).includes(job.id)), false, 'no fail report the server would refuse');
+});
+
 test('a lost lease aborts the handler and reports nothing', async () => {
   const job = server.addJob('lost', {});
   const worker = makeWorker('lost', { leaseSeconds: 5, heartbeatFraction: 0.05 });

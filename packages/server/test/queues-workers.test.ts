@@ -107,7 +107,7 @@ describe('queues', () => {
     assert.equal(first.status, 200, first.text);
     assert.deepEqual(
       { ...first.body, id: undefined, created_at: undefined, updated_at: undefined },
-      { id: undefined, organization_id: other.organizationId, queue_name: 'implicit-q', max_retries: 3, default_timeout: 300, rate_limit: null, enabled: true, settings: {}, created_at: undefined, updated_at: undefined, paused_at: null, pause_reason: null, backoff_base_ms: 1000, backoff_max_ms: 60000, backoff_jitter_ms: 500, concurrency_limit: null, rate_limit_burst: null, concurrency_key_limit: null, configured: false },
+      { id: undefined, organization_id: other.organizationId, queue_name: 'implicit-q', max_retries: 3, default_timeout: 300, rate_limit: null, enabled: true, settings: {}, created_at: undefined, updated_at: undefined, paused_at: null, pause_reason: null, backoff_base_ms: 1000, backoff_max_ms: 60000, backoff_jitter_ms: 500, concurrency_limit: null, rate_limit_burst: null, concurrency_key_limit: null, default_timeout_enforced: false, configured: false },
     );
     assert.match(first.body.id, /^[0-9a-f-]{36}$/);
     assert.equal((await h('GET', '/queues/implicit-q')).body.id, first.body.id, 'the same id on every read');

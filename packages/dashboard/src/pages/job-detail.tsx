@@ -23,6 +23,7 @@ const EVENT_LABELS: Record<string, string> = {
   fail_retry: 'Failed; will retry',
   fail_final: 'Failed; out of retries',
   lease_expired: 'Lease expired',
+  timeout: 'Timed out (ended by the server)',
   cancel: 'Cancelled',
   cancel_requested: 'Cancellation requested',
   retry: 'Retried',

@@ -120,7 +120,10 @@ claimed AS (
   SET status = 'processing',
       assigned_worker_id = $4,
       lease_id = gen_random_uuid(),
-      lease_expires_at = now() + make_interval(secs => $5),
+      -- An enforced timeout (migration 026) is the attempt's deadline, which
+      -- the lease never outlives; for a job without one least() ignores the NULL.
+      lease_expires_at = least(now() + make_interval(secs => $5), CASE WHEN j.timeout_enforced THEN now() + make_interval(secs => j.timeout_seconds) END),
+      deadline_at = CASE WHEN j.timeout_enforced THEN now() + make_interval(secs => j.timeout_seconds) END,
       started_at = coalesce(j.started_at, now()),
       updated_at = now()
   WHERE j.id = ANY (ARRAY(SELECT id FROM picked))

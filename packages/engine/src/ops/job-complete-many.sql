@@ -42,6 +42,10 @@ target AS MATERIALIZED (
     AND j.lease_id IS NOT NULL
     AND j.assigned_worker_id = i.worker_id
     AND (i.lease_id IS NULL OR j.lease_id = i.lease_id)
+    -- An attempt past its deadline (an enforced timeout, migration 026)
+    -- cannot complete: it is failed as timed out. The UPDATE need not check
+    -- again: the deadline belongs to the claim, and it requires that claim's lease.
+    AND (j.deadline_at IS NULL OR j.deadline_at > now())
 ),
 done AS (
   UPDATE spool.jobs j

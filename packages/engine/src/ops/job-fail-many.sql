@@ -25,6 +25,9 @@ target AS (
     AND j.lease_id IS NOT NULL
     AND j.assigned_worker_id = i.worker_id
     AND (i.lease_id IS NULL OR j.lease_id = i.lease_id)
+    -- An attempt past its deadline (migration 026) has ended as timed out;
+    -- the lease reaper records that failure, not the worker's.
+    AND (j.deadline_at IS NULL OR j.deadline_at > now())
   FOR UPDATE OF j
 ),
 updated AS (

@@ -9,7 +9,9 @@
 -- statement with foreign_key_violation, as the key did.
 -- A job without its own max_retries / timeout_seconds takes its queue's
 -- configured defaults, else $14 / $15: one probe per distinct queue of the
--- batch, and none when every job brings its own.
+-- batch, and none when every job brings its own. The server enforces a
+-- timeout that was chosen (the job's own or the queue's default_timeout_set),
+-- not the built-in $15 (migration 026).
 WITH input AS (
   SELECT *
   FROM unnest($1::uuid[], $2::uuid[], $3::text[], $4::text[], $5::int[], $6::int[], $7::int[],
@@ -20,7 +22,7 @@ WITH input AS (
             traceparent, tracestate, concurrency_key)
 ),
 defaults AS (
-  SELECT q.organization_id, q.queue_name, q.max_retries, q.default_timeout
+  SELECT q.organization_id, q.queue_name, q.max_retries, q.default_timeout, q.default_timeout_set
   FROM spool.queue_config q
   WHERE (q.organization_id, q.queue_name) IN (
     SELECT DISTINCT organization_id, queue_name FROM input WHERE max_retries IS NULL OR timeout_seconds IS NULL)
@@ -31,13 +33,14 @@ owners AS MATERIALIZED (
 inserted AS (
   INSERT INTO spool.jobs AS j (id, organization_id, queue_name, status, payload, priority, max_retries,
                                timeout_seconds, scheduled_at, expires_at, idempotency_key, tags,
-                               parent_job_id, completion_webhook, traceparent, tracestate, concurrency_key)
+                               parent_job_id, completion_webhook, traceparent, tracestate, concurrency_key, timeout_enforced)
   SELECT i.id, i.organization_id, i.queue_name,
          CASE WHEN i.scheduled_at > now() THEN 'scheduled' ELSE 'pending' END,
          i.payload::jsonb, i.priority,
          coalesce(i.max_retries, d.max_retries, $14::int), coalesce(i.timeout_seconds, d.default_timeout, $15::int),
          i.scheduled_at, i.expires_at, i.idempotency_key, i.tags::jsonb, i.parent_job_id, i.completion_webhook,
-         i.traceparent, i.tracestate, i.concurrency_key
+         i.traceparent, i.tracestate, i.concurrency_key,
+         i.timeout_seconds IS NOT NULL OR coalesce(d.default_timeout_set, false)
   FROM input i
   LEFT JOIN defaults d ON d.organization_id = i.organization_id AND d.queue_name = i.queue_name
   WHERE (SELECT locked FROM owners)

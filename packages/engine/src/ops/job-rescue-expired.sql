@@ -6,30 +6,54 @@
 -- on lease_expires_at (migration 009: it cost an index entry per claim and
 -- made heartbeats non-HOT updates): the processing rows are read through
 -- jobs_worker_idx, which holds only them, and sorted.
+--
+-- An attempt with a deadline (an enforced timeout, migration 026) has a
+-- lease that never outlives it; a lease that ended at the deadline, not
+-- before, is that attempt timing out: a failure like a worker's (the
+-- event `timeout`, the queue's retry backoff, last_error naming the
+-- timeout), though the worker may still be running and heartbeating (it is
+-- refused from then on). A lease that ran out earlier is a silent worker.
 WITH expired AS (
-  SELECT id, lease_id, assigned_worker_id,
-         CASE WHEN cancel_requested_at IS NOT NULL THEN 'cancelled'
-              WHEN retry_count < max_retries THEN 'pending'
+  SELECT j.id, j.lease_id, j.assigned_worker_id,
+         coalesce(j.deadline_at <= j.lease_expires_at, false) AS timed_out,
+         CASE WHEN j.cancel_requested_at IS NOT NULL THEN 'cancelled'
+              WHEN j.retry_count < j.max_retries THEN 'pending'
               ELSE 'deadletter' END AS next_status
-  FROM spool.jobs
-  WHERE status = 'processing' AND lease_expires_at < now()
-  ORDER BY lease_expires_at
+  FROM spool.jobs j
+  WHERE j.status = 'processing' AND j.lease_expires_at < now()
+  ORDER BY j.lease_expires_at
   LIMIT $1
   FOR UPDATE SKIP LOCKED
+),
+retry_delay AS (
+  SELECT e.id,
+         spool.backoff_ms(j.retry_count,
+                          coalesce(qc.backoff_base_ms, 1000),
+                          coalesce(qc.backoff_max_ms, 60000),
+                          coalesce(qc.backoff_jitter_ms, 500)) AS delay_ms
+  FROM expired e
+  JOIN spool.jobs j ON j.id = e.id
+  LEFT JOIN spool.queue_config qc ON qc.organization_id = j.organization_id AND qc.queue_name = j.queue_name
+  WHERE e.timed_out AND e.next_status = 'pending'
 ),
 rescued AS (
   UPDATE spool.jobs j
   SET status = e.next_status,
       retry_count = CASE WHEN e.next_status = 'pending' THEN j.retry_count + 1 ELSE j.retry_count END,
-      last_error = 'Lease expired (worker timeout)',
+      last_error = CASE WHEN e.timed_out THEN format('Timed out after %s s (timeout_seconds): the server ended the attempt', j.timeout_seconds)
+                        ELSE 'Lease expired (worker timeout)' END,
+      scheduled_at = CASE WHEN d.delay_ms IS NOT NULL THEN now() + d.delay_ms * interval '1 millisecond' ELSE j.scheduled_at END,
+      in_backoff = coalesce(d.delay_ms > 0, false),
       completed_at = CASE WHEN e.next_status = 'pending' THEN NULL ELSE now() END,
       assigned_worker_id = CASE WHEN e.next_status = 'pending' THEN NULL ELSE j.assigned_worker_id END,
       lease_id = NULL,
       lease_expires_at = NULL,
       updated_at = now()
   FROM expired e
+  LEFT JOIN retry_delay d ON d.id = e.id
   WHERE j.id = e.id
   RETURNING j.id, j.organization_id, j.queue_name, j.status, j.retry_count, j.payload, j.last_error, j.workflow_id,
+            j.scheduled_at, j.in_backoff, e.timed_out,
             e.lease_id AS held_lease_id, e.assigned_worker_id AS held_worker_id
 ),
 dlq AS (
@@ -39,7 +63,8 @@ dlq AS (
 ),
 history AS (
   INSERT INTO spool.job_history (organization_id, job_id, queue_name, event, from_status, to_status, worker_id, lease_id, message)
-  SELECT organization_id, id, queue_name, 'lease_expired', 'processing', status, held_worker_id, held_lease_id, last_error FROM rescued
+  SELECT organization_id, id, queue_name, CASE WHEN timed_out THEN 'timeout' ELSE 'lease_expired' END,
+         'processing', status, held_worker_id, held_lease_id, last_error FROM rescued
 ),
 -- A dead-lettered workflow job counts as failed in its workflow (docs/workflows.md).
 workflow_delta AS (
@@ -59,7 +84,11 @@ workflow AS (
   FROM workflow_delta d
   WHERE w.organization_id = d.organization_id AND w.id = d.workflow_id
 )
-SELECT r.id, r.organization_id, r.queue_name, r.status,
-       (SELECT pg_notify('spool_jobs', json_build_object('q', array_agg(DISTINCT organization_id::text || ':' || queue_name))::text)
+-- One NOTIFY: the queues with a job claimable again, and the earliest retry
+-- after a backoff (for the promoter), as job-insert-many.sql's.
+SELECT r.id, r.organization_id, r.queue_name, r.status, r.timed_out,
+       (SELECT pg_notify('spool_jobs', json_build_object(
+                 'q', coalesce(array_agg(DISTINCT organization_id::text || ':' || queue_name) FILTER (WHERE NOT in_backoff), ARRAY[]::text[]),
+                 's', (extract(epoch FROM min(scheduled_at) FILTER (WHERE in_backoff)) * 1000)::bigint)::text)
           FROM rescued WHERE status = 'pending' HAVING count(*) > 0) IS NOT NULL AS notified
 FROM rescued r;

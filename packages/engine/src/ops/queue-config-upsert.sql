@@ -3,6 +3,9 @@
 -- $12 true clears concurrency_limit when $11 is NULL, $14 rate_limit when
 -- $5 is, $15 rate_limit_burst when $13 is, $17 concurrency_key_limit when $16 is (the limits are nullable on the
 -- wire: null means "no limit" or "the default", absent means "unchanged").
+-- Sending default_timeout ($4) marks it chosen: jobs that take it have their
+-- timeout enforced by the server (migration 026); $18 true (default_timeout
+-- null on the wire) goes back to the built-in 300 s, not enforced.
 -- Enabling or disabling writes queue.resumed / queue.paused in the same
 -- statement (one NOTIFY on spool_events), as POST pause/resume do.
 WITH prior AS (
@@ -13,14 +16,16 @@ WITH prior AS (
 upserted AS (
   INSERT INTO spool.queue_config AS q (organization_id, queue_name, max_retries, default_timeout, rate_limit, enabled,
                                        paused_at, settings, backoff_base_ms, backoff_max_ms, backoff_jitter_ms, concurrency_limit,
-                                       rate_limit_burst, concurrency_key_limit)
+                                       rate_limit_burst, concurrency_key_limit, default_timeout_set)
   SELECT $1, $2, coalesce($3, 3), coalesce($4, 300), $5, coalesce($6, true),
          CASE WHEN coalesce($6, true) THEN NULL ELSE now() END,
-         coalesce($7::jsonb, '{}'::jsonb), coalesce($8, 1000), coalesce($9, 60000), coalesce($10, 500), $11, $13, $16
+         coalesce($7::jsonb, '{}'::jsonb), coalesce($8, 1000), coalesce($9, 60000), coalesce($10, 500), $11, $13, $16,
+         $4 IS NOT NULL
   FROM (SELECT count(*) FROM prior) AS read_first
   ON CONFLICT (organization_id, queue_name) DO UPDATE
   SET max_retries = coalesce($3, q.max_retries),
-      default_timeout = coalesce($4, q.default_timeout),
+      default_timeout = CASE WHEN $18::boolean THEN 300 ELSE coalesce($4, q.default_timeout) END,
+      default_timeout_set = CASE WHEN $18::boolean THEN false ELSE $4 IS NOT NULL OR q.default_timeout_set END,
       rate_limit = CASE WHEN $14::boolean THEN $5 ELSE coalesce($5, q.rate_limit) END,
       rate_limit_burst = CASE WHEN $15::boolean THEN $13 ELSE coalesce($13, q.rate_limit_burst) END,
       concurrency_key_limit = CASE WHEN $17::boolean THEN $16 ELSE coalesce($16, q.concurrency_key_limit) END,

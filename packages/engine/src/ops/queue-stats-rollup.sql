@@ -43,8 +43,8 @@ counts AS (
          coalesce(sum(n) FILTER (WHERE event = 'create'), 0)::int AS enqueued,
          coalesce(sum(n) FILTER (WHERE event = 'claim'), 0)::int AS started,
          coalesce(sum(n) FILTER (WHERE event = 'complete'), 0)::int AS completed,
-         coalesce(sum(n) FILTER (WHERE event IN ('fail_retry', 'fail_final', 'lease_expired') AND to_status IS DISTINCT FROM 'cancelled'), 0)::int AS failed,
-         coalesce(sum(n) FILTER (WHERE event IN ('fail_retry', 'lease_expired') AND to_status IN ('pending', 'scheduled')), 0)::int AS retried,
+         coalesce(sum(n) FILTER (WHERE event IN ('fail_retry', 'fail_final', 'lease_expired', 'timeout') AND to_status IS DISTINCT FROM 'cancelled'), 0)::int AS failed,
+         coalesce(sum(n) FILTER (WHERE event IN ('fail_retry', 'lease_expired', 'timeout') AND to_status IN ('pending', 'scheduled')), 0)::int AS retried,
          coalesce(sum(n) FILTER (WHERE to_status IN ('failed', 'deadletter')), 0)::int AS deadlettered,
          coalesce(sum(n) FILTER (WHERE event = 'expire'), 0)::int AS expired
   FROM kept

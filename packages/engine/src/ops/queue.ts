@@ -20,6 +20,7 @@ export async function queueResume(db: Queryable, organizationId: string, queueNa
 
 export interface QueueConfigPatch {
   maxRetries?: number | null;
+  /** undefined keeps it; null goes back to the built-in default (not enforced); a number is chosen, and enforced. */
   defaultTimeout?: number | null;
   /** Most jobs started per second across all workers; null removes the limit, undefined keeps it. */
   rateLimit?: number | null;
@@ -56,6 +57,7 @@ export async function queueConfigUpsert(db: Queryable, organizationId: string, q
     patch.rateLimitBurst === null,
     patch.concurrencyKeyLimit ?? null,
     patch.concurrencyKeyLimit === null,
+    patch.defaultTimeout === null,
   ]);
   return rows[0]!;
 }

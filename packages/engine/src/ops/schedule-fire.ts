@@ -23,6 +23,7 @@ interface DueSchedule {
   priority: number;
   max_retries: number;
   timeout_seconds: number;
+  timeout_set: boolean;
   tags: unknown;
   db_now: Date;
 }

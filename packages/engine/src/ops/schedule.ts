@@ -30,6 +30,8 @@ export interface ScheduleRow {
   priority: number;
   max_retries: number;
   timeout_seconds: number;
+  /** timeout_seconds was given (create or update): the jobs it fires are enforced (migration 026). */
+  timeout_set: boolean;
   is_active: boolean;
   missed_policy: MissedPolicy;
   last_run_at: Date | null;
@@ -106,7 +108,7 @@ export async function scheduleCreate(db: Queryable, input: NewSchedule, now: Dat
   const rows = await run<ScheduleRow>(db, create, [
     uuidv7(), input.organizationId, input.name, input.description ?? null, input.cronExpression, timezone, input.queueName,
     JSON.stringify(input.payloadTemplate ?? {}), input.priority ?? 0, input.maxRetries ?? 3, input.timeoutSeconds ?? 300,
-    isActive, input.missedPolicy ?? 'once', nextRunAt, json(input.tags), json(input.metadata),
+    isActive, input.missedPolicy ?? 'once', nextRunAt, json(input.tags), json(input.metadata), input.timeoutSeconds !== undefined,
   ]);
   return rows[0]!;
 }
@@ -162,7 +164,7 @@ export async function scheduleUpdate(db: Db, organizationId: string, id: string,
     const rows = await run<ScheduleRow>(client, update, [
       organizationId, id, next.name, next.description, next.cron_expression, next.timezone, next.queue_name,
       JSON.stringify(next.payload_template ?? {}), next.priority, next.max_retries, next.timeout_seconds,
-      next.is_active, next.missed_policy, nextRunAt, json(next.tags), json(next.metadata),
+      next.is_active, next.missed_policy, nextRunAt, json(next.tags), json(next.metadata), current.timeout_set || patch.timeoutSeconds !== undefined,
     ]);
     return rows[0]!;
   });
@@ -174,8 +176,13 @@ export async function scheduleDelete(db: Queryable, organizationId: string, id: 
   return (await run(db, remove, [organizationId, id])).length > 0;
 }
 
-/** The job a schedule creates: its queue, payload template, priority, retries, timeout and (object) tags. */
-export function jobFromSchedule(schedule: Pick<ScheduleRow, 'organization_id' | 'queue_name' | 'payload_template' | 'priority' | 'max_retries' | 'timeout_seconds' | 'tags'>): NewJob {
+/**
+ * The job a schedule creates: its queue, payload template, priority, retries,
+ * timeout and (object) tags. A timeout the schedule was not given is left to
+ * the queue's default, as for any job enqueued without one, so that only a
+ * chosen timeout is enforced by the server.
+ */
+export function jobFromSchedule(schedule: Pick<ScheduleRow, 'organization_id' | 'queue_name' | 'payload_template' | 'priority' | 'max_retries' | 'timeout_seconds' | 'timeout_set' | 'tags'>): NewJob {
   const tags = schedule.tags;
   return {
     organizationId: schedule.organization_id,
@@ -183,7 +190,7 @@ export function jobFromSchedule(schedule: Pick<ScheduleRow, 'organization_id' | 
     payload: schedule.payload_template,
     priority: schedule.priority,
     maxRetries: schedule.max_retries,
-    timeoutSeconds: schedule.timeout_seconds,
+    timeoutSeconds: schedule.timeout_set ? schedule.timeout_seconds : undefined,
     tags: tags !== null && typeof tags === 'object' && !Array.isArray(tags) ? (tags as Record<string, unknown>) : null,
   };
 }

@@ -24,8 +24,8 @@ events AS (
            WHEN b.event = 'create' THEN 'job.created'
            WHEN b.event = 'claim' THEN 'job.started'
            WHEN b.event = 'complete' THEN 'job.completed'
-           WHEN b.event IN ('fail_retry', 'fail_final', 'lease_expired') AND b.to_status = 'cancelled' THEN 'job.cancelled'
-           WHEN b.event IN ('fail_retry', 'fail_final', 'lease_expired') THEN 'job.failed'
+           WHEN b.event IN ('fail_retry', 'fail_final', 'lease_expired', 'timeout') AND b.to_status = 'cancelled' THEN 'job.cancelled'
+           WHEN b.event IN ('fail_retry', 'fail_final', 'lease_expired', 'timeout') THEN 'job.failed'
            WHEN b.event IN ('cancel', 'expire') THEN 'job.cancelled'
          END AS webhook_event
   FROM expanded b
@@ -66,7 +66,7 @@ completion AS (
                 WHEN e.to_status = 'deadletter' THEN 'job.deadlettered'
                 WHEN e.to_status = 'failed' THEN 'job.failed' END AS name
   ) x
-  WHERE x.name IS NOT NULL AND e.event IN ('complete', 'fail_final', 'lease_expired')
+  WHERE x.name IS NOT NULL AND e.event IN ('complete', 'fail_final', 'lease_expired', 'timeout')
   ON CONFLICT DO NOTHING
   RETURNING 1
 )

@@ -15,21 +15,24 @@ input AS (
        AS t(id, key, queue_name, payload, priority, max_retries, timeout_seconds, dependency_mode, dependency_count)
 ),
 -- A job without its own max_retries / timeout_seconds takes its queue's
--- configured defaults, else $17 / $18 (as job-insert-many.sql).
+-- configured defaults, else $17 / $18, and a chosen timeout is enforced (as
+-- job-insert-many.sql).
 defaults AS (
-  SELECT q.queue_name, q.max_retries, q.default_timeout
+  SELECT q.queue_name, q.max_retries, q.default_timeout, q.default_timeout_set
   FROM spool.queue_config q
   WHERE q.organization_id = $2
     AND q.queue_name IN (SELECT DISTINCT queue_name FROM input WHERE max_retries IS NULL OR timeout_seconds IS NULL)
 ),
 inserted AS (
   INSERT INTO spool.jobs (id, organization_id, queue_name, status, payload, priority, max_retries, timeout_seconds,
-                          workflow_id, workflow_key, dependency_mode, dependencies_met, dependencies_remaining, dependents_xid)
+                          workflow_id, workflow_key, dependency_mode, dependencies_met, dependencies_remaining, dependents_xid,
+                          timeout_enforced)
   SELECT i.id, $2, i.queue_name, 'pending', i.payload::jsonb, i.priority,
          coalesce(i.max_retries, d.max_retries, $17::int), coalesce(i.timeout_seconds, d.default_timeout, $18::int),
          $1, i.key, i.dependency_mode, i.dependency_count = 0, i.dependency_count,
          -- a job others depend on is stamped (migration 024): its completion looks for dependents
-         CASE WHEN i.id = ANY ($16::uuid[]) THEN pg_current_xact_id() END
+         CASE WHEN i.id = ANY ($16::uuid[]) THEN pg_current_xact_id() END,
+         i.timeout_seconds IS NOT NULL OR coalesce(d.default_timeout_set, false)
   FROM input i
   LEFT JOIN defaults d ON d.queue_name = i.queue_name
   RETURNING id, organization_id, queue_name, dependencies_met

@@ -40,6 +40,10 @@ export interface Job<P = Json, R = Json> {
   /** Spool extension: the W3C trace context the job was enqueued in (null outside a trace). */
   traceparent?: string | null;
   tracestate?: string | null;
+  /** Spool extension: the server enforces `timeoutSeconds` (set on the job, its schedule or its queue's config). */
+  timeoutEnforced?: boolean;
+  /** Spool extension: while processing with an enforced timeout, when this attempt times out. */
+  deadlineAt?: string | null;
 }
 
 export interface JobSummary {
@@ -191,6 +195,9 @@ export interface ClaimedJob<P = Json> {
   maxRetries: number;
   timeoutSeconds: number;
   leaseExpiresAt: string | null;
+  /** Spool extension: the server enforces `timeoutSeconds`; past `deadlineAt` it ends the attempt. */
+  timeoutEnforced?: boolean;
+  deadlineAt?: string | null;
   /** Fencing token; `null` from servers that fence by worker id only. */
   leaseId: string | null;
   /** Spool extension: the W3C trace context the job was enqueued in; the worker's span for the job descends from and links to it. */
@@ -228,7 +235,12 @@ export interface HeartbeatResult {
   success: boolean;
   /** Spool extension: someone asked to cancel this running job. */
   cancelRequested?: boolean;
+  /** Spool extension: never past `deadlineAt`. */
   leaseExpiresAt?: string;
+  /** Spool extension: when this attempt times out (a server-enforced timeout), else null. */
+  deadlineAt?: string | null;
+  /** Spool extension: the attempt timed out (false in a success; a late heartbeat is refused with `details.timed_out`). */
+  timedOut?: boolean;
 }
 
 /** Spool extension: a running job's progress (POST /jobs/{id}/progress). Omitted fields keep their value; null clears. */

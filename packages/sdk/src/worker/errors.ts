@@ -16,13 +16,26 @@ export class NonRetryableError extends Error {
   }
 }
 
-/** `ctx.signal.reason` when the job ran longer than its `timeoutSeconds`. */
+/**
+ * `ctx.signal.reason` when the job ran longer than its `timeoutSeconds`:
+ * noticed by the worker's own timer, or (`enforcedByServer`) told by the
+ * server, which enforces a timeout set on the job, its schedule or its
+ * queue's config, refuses the attempt's heartbeats from its deadline on, and
+ * fails the job itself.
+ */
 export class JobTimeoutError extends Error {
   readonly timeoutSeconds: number;
-  constructor(timeoutSeconds: number) {
-    super(`Job exceeded its timeout of ${timeoutSeconds} s`);
+  readonly enforcedByServer: boolean;
+  constructor(timeoutSeconds: number, options?: { cause?: unknown; enforcedByServer?: boolean }) {
+    super(
+      options?.enforcedByServer
+        ? `Job exceeded its timeout of ${timeoutSeconds} s: the server ended the attempt`
+        : `Job exceeded its timeout of ${timeoutSeconds} s`,
+      options?.cause === undefined ? undefined : { cause: options.cause },
+    );
     this.name = 'JobTimeoutError';
     this.timeoutSeconds = timeoutSeconds;
+    this.enforcedByServer = options?.enforcedByServer === true;
   }
 }
 

@@ -95,6 +95,16 @@ function leaseRefusal(err: unknown): boolean {
   return err instanceof ConflictError && err.code === 'LEASE_EXPIRED';
 }
 
+/**
+ * A refusal because the attempt outlived its server-enforced timeout (Spool
+ * extension: `details.timed_out` on the 409 LEASE_EXPIRED or the 404).
+ */
+function timedOutRefusal(err: unknown): boolean {
+  if (!(err instanceof ConflictError || err instanceof NotFoundError)) return false;
+  const details = err.details as { timed_out?: unknown } | null | undefined;
+  return details !== null && typeof details === 'object' && details.timed_out === true;
+}
+
 function missingEndpoint(err: unknown): boolean {
   return err instanceof NotFoundError && !leaseRefusal(err);
 }
@@ -131,6 +141,13 @@ export class RunningJob {
     const timeoutSeconds = this.job.timeoutSeconds;
     if (typeof timeoutSeconds === 'number' && timeoutSeconds > 0) {
       this.#timeoutTimer = setTimeout(() => {
+        // A timeout the server enforces has passed there first (its deadline
+        // counts from the claim, before this job reached us): the server
+        // fails the job, and a report of ours would be refused.
+        if (this.job.timeoutEnforced === true) {
+          this.#timedOutOnServer(undefined);
+          return;
+        }
         const reason = new JobTimeoutError(timeoutSeconds);
         this.#end({ kind: 'fail', error: reason, retryable: true }, reason);
       }, timeoutSeconds * 1000);
@@ -168,6 +185,17 @@ export class RunningJob {
   cancel(): void {
     const reason = new JobCancelledError();
     this.#end({ kind: 'fail', error: reason, retryable: false }, reason);
+  }
+
+  /**
+   * The server ended the attempt at its enforced deadline and fails the job
+   * itself (retrying it per the queue's policy): the handler's signal aborts
+   * with a JobTimeoutError, and nothing is reported (it would be refused).
+   */
+  #timedOutOnServer(cause: unknown): JobTimeoutError {
+    const reason = new JobTimeoutError(this.job.timeoutSeconds ?? 0, { cause, enforcedByServer: true });
+    this.#end({ kind: 'lost', error: reason }, reason);
+    return reason;
   }
 
   /** Forced shutdown: aborts the handler and hands the job back (released at deregistration). */
@@ -283,8 +311,14 @@ export class RunningJob {
     const { workerId, leaseSeconds } = this.#options;
     try {
       const answer = await this.#options.jobs.heartbeat(this.job.id, { workerId, leaseDurationSecs: leaseSeconds, leaseId: this.job.leaseId ?? undefined });
-      if (answer?.cancelRequested) this.cancel();
+      if (answer?.timedOut) this.#timedOutOnServer(undefined);
+      else if (answer?.cancelRequested) this.cancel();
     } catch (err) {
+      if (timedOutRefusal(err)) {
+        const reason = this.#timedOutOnServer(err);
+        if (fromHandler) throw reason;
+        return;
+      }
       if (err instanceof ConflictError || err instanceof NotFoundError) {
         const reason = new LeaseLostError(undefined, { cause: err });
         this.#end({ kind: 'lost', error: reason }, reason);

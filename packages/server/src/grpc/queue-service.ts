@@ -144,7 +144,13 @@ export async function dequeue(ctx: GrpcContext, grant: Grant, request: DequeueRe
   return { jobs: rows.map(jobToProto) };
 }
 
-function fenceError(reason: FenceFailure): Error {
+/** A timed-out attempt (an enforced timeout, migration 026) is a lost lease, answered like the REST routes. */
+function fenceError(reason: FenceFailure, leaseSent = false): Error {
+  if (reason === 'timed_out') {
+    return leaseSent
+      ? new LeaseExpiredError('Lease expired: the attempt timed out (it outlived its timeout_seconds) and the server fails it', { timed_out: true })
+      : new NotFoundError('Job not processing for this worker: the attempt timed out (it outlived its timeout_seconds)', { timed_out: true });
+  }
   if (reason === 'lease_mismatch') return new LeaseExpiredError('Lease expired: lease_id is not the job\'s current lease (the job was re-leased)');
   return new NotFoundError('Job not found, not processing, or not owned by this worker');
 }
@@ -158,13 +164,14 @@ export async function complete(ctx: GrpcContext, grant: Grant, request: Complete
   if (result !== undefined && jsonBytes(result) > LIMITS.payloadBytesMax) {
     throw new PayloadTooLargeError(`result exceeds ${LIMITS.payloadBytesMax} bytes`, { field: 'result' });
   }
+  const leaseId = optionalString(request.lease_id);
   const trace = ctx.tracing
     ? startSettleTrace(ctx.tracing, ctx.db, { operation: 'complete', organizationId: auth.organizationId, workerId, ids: [request.job_id], parent: metadata ? parentTraceHeaders(traceMetadata(metadata)) : null })
     : null;
-  const outcome = await endOnFailure(ctx.completeBatcher.complete(auth.organizationId, { id: request.job_id, workerId, leaseId: optionalString(request.lease_id), result }), trace);
+  const outcome = await endOnFailure(ctx.completeBatcher.complete(auth.organizationId, { id: request.job_id, workerId, leaseId, result }), trace);
   trace?.end(outcome.ok ? 1 : 0);
   ctx.metrics.observeCompletedOutcomes(auth.organizationId, [outcome]);
-  if (!outcome.ok) throw fenceError(outcome.reason);
+  if (!outcome.ok) throw fenceError(outcome.reason, leaseId != null);
   return { success: true };
 }
 
@@ -185,7 +192,7 @@ export async function fail(ctx: GrpcContext, grant: Grant, request: FailRequest,
     retryable: request.retry === true,
   }]), trace);
   trace?.end(outcome!.ok ? 1 : 0);
-  if (!outcome!.ok) throw fenceError(outcome!.reason);
+  if (!outcome!.ok) throw fenceError(outcome!.reason, optionalString(request.lease_id) != null);
   // The engine schedules the retry (DESIGN's seconds backoff, docs/state-machine.md); report that delay.
   const delayMs = outcome!.willRetry && outcome!.retryAt ? outcome!.retryAt.getTime() - Date.now() : 0;
   return { success: true, will_retry: outcome!.willRetry, next_retry_delay_secs: Math.max(0, Math.ceil(delayMs / 1000)) };

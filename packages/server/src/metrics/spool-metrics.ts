@@ -73,7 +73,7 @@ function eventOf(row: HistoryCountRow): 'enqueued' | 'started' | 'completed' | '
   if (row.event === 'create') return 'enqueued';
   if (row.event === 'claim') return 'started';
   if (row.event === 'complete') return 'completed';
-  if ((row.event === 'fail_retry' || row.event === 'fail_final' || row.event === 'lease_expired') && row.to_status !== 'cancelled') return 'failed';
+  if ((row.event === 'fail_retry' || row.event === 'fail_final' || row.event === 'lease_expired' || row.event === 'timeout') && row.to_status !== 'cancelled') return 'failed';
   return null;
 }
 
@@ -279,7 +279,7 @@ export class SpoolMetrics implements Service {
       if (event) this.#events[event].inc(labels, row.count);
       if (row.to_status === 'deadletter') this.#events.deadlettered.inc(labels, row.count);
       if (row.event === 'lease_expired') this.#leasesExpired.inc(labels, row.count);
-      if (row.event === 'fail_retry' || (row.event === 'lease_expired' && row.to_status === 'pending')) this.#retries.inc(labels, row.count);
+      if (row.event === 'fail_retry' || ((row.event === 'lease_expired' || row.event === 'timeout') && row.to_status === 'pending')) this.#retries.inc(labels, row.count);
     }
   }
 

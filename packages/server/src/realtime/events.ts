@@ -57,13 +57,14 @@ export function envelope(type: string, data: Record<string, unknown>, at: Date =
   return { type, data: { ...data, timestamp: at.toISOString() } };
 }
 
-const FAILURE_EVENTS = new Set(['fail_retry', 'fail_final', 'lease_expired']);
+const FAILURE_EVENTS = new Set(['fail_retry', 'fail_final', 'lease_expired', 'timeout']);
 
 /**
  * Turns one history row into events: a JobStatusChange for every status
  * change, plus JobCreated on create, `job.started` on claim,
  * `job.cancel_requested` when a running job is asked to stop, JobCompleted on
- * complete and JobFailed on any failure (including a lease that expired).
+ * complete and JobFailed on any failure (including a lease that expired),
+ * and `job.timed_out` when the server ended an attempt at its deadline.
  */
 export function eventFromHistory(row: HistoryEvent): RealtimeEvent {
   const at = row.created_at;
@@ -77,6 +78,17 @@ export function eventFromHistory(row: HistoryEvent): RealtimeEvent {
   // Spool extension: the job keeps running until its worker stops it; telling the worker here
   // (besides the heartbeat answer) lets the handler's signal fire within moments.
   if (row.event === 'cancel_requested') envelopes.push(envelope('job.cancel_requested', { ...base, worker_id: row.worker_id }, at));
+  // Spool extension: an enforced timeout ended the attempt (the worker named may still be
+  // running it: its heartbeats and completion are refused from now on).
+  if (row.event === 'timeout') {
+    envelopes.push(envelope('job.timed_out', {
+      ...base,
+      worker_id: row.worker_id,
+      error: row.message ?? '',
+      new_status: row.to_status,
+      will_retry: row.to_status === 'pending',
+    }, at));
+  }
   if (row.event === 'complete') {
     const duration = row.started_at ? Math.max(0, at.getTime() - row.started_at.getTime()) : 0;
     envelopes.push(envelope('JobCompleted', { ...base, duration_ms: duration, result: row.result ?? null }, at));

@@ -80,7 +80,7 @@ export function jobProgressRoutes(app: FastifyInstance, ctx: AppContext): void {
     const outcome = await jobProgressSet(ctx.db, {
       organizationId, id, workerId: body.worker_id, leaseId: body.lease_id, percent: body.percent, message: body.message, metadata: body.metadata,
     });
-    if (!outcome.ok) return refuse(reply, outcome.reason, id);
+    if (!outcome.ok) return refuse(reply, outcome.reason, id, body.lease_id != null);
     return { success: true, progress: progressToWire(outcome.progress) };
   });
 
@@ -105,7 +105,7 @@ export function jobProgressRoutes(app: FastifyInstance, ctx: AppContext): void {
     const id = request.params.id.toLowerCase();
     const body = request.body;
     const outcome = await jobLogAppend(ctx.db, { organizationId, id, workerId: body.worker_id, leaseId: body.lease_id, lines: body.lines });
-    if (!outcome.ok) return refuse(reply, outcome.reason, id);
+    if (!outcome.ok) return refuse(reply, outcome.reason, id, body.lease_id != null);
     return { success: true, written: outcome.written, dropped: outcome.dropped };
   });
 

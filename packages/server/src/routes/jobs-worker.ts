@@ -60,7 +60,11 @@ const FailResult = Type.Object({
 const HeartbeatResult = Type.Object({
   success: Type.Boolean(),
   cancel_requested: Type.Boolean({ description: 'extension: cancellation was requested; stop and report back' }),
-  lease_expires_at: Type.String({ format: 'date-time', description: 'extension: the new lease expiry' }),
+  lease_expires_at: Type.String({ format: 'date-time', description: 'extension: the new lease expiry (never past deadline_at)' }),
+  deadline_at: Type.Union([Type.String({ format: 'date-time' }), Type.Null()], {
+    description: 'extension: when this attempt times out (an enforced timeout: set on the job, its schedule or its queue\'s config), else null. Past it, heartbeats and the completion are refused (details.timed_out) and the server fails the attempt as timed out',
+  }),
+  timed_out: Type.Boolean({ description: 'extension: always false in a success; a heartbeat after the deadline is refused with details.timed_out = true' }),
 });
 const BatchResult = Type.Object({
   results: Type.Array(Type.Object({
@@ -73,17 +77,28 @@ const BatchResult = Type.Object({
 
 const NOT_OWNED = 'job_not_found_or_not_owned';
 
-/** The contract's answer for a fenced operation that changed nothing: 404 not owned, 409 stale lease. */
-export function refuse(reply: FastifyReply, reason: FenceFailure, jobId: string): FastifyReply {
-  if (reason === 'lease_mismatch') {
-    return reply.code(409).send({ success: false, ...errorBody('LEASE_EXPIRED', 'Lease expired: this lease_id is no longer the job\'s current lease', { job_id: jobId }) });
+/**
+ * The contract's answer for a fenced operation that changed nothing: 404 not
+ * owned, 409 stale lease. An attempt that timed out is a lost lease: 409
+ * LEASE_EXPIRED when the worker sent its lease_id, else the 404; either way
+ * `details.timed_out` says why (extension).
+ */
+export function refuse(reply: FastifyReply, reason: FenceFailure, jobId: string, leaseSent: boolean): FastifyReply {
+  const timedOut = reason === 'timed_out';
+  if (reason === 'lease_mismatch' || (timedOut && leaseSent)) {
+    const message = timedOut
+      ? 'Lease expired: the attempt timed out (it outlived its timeout_seconds) and the server fails it'
+      : 'Lease expired: this lease_id is no longer the job\'s current lease';
+    return reply.code(409).send({ success: false, ...errorBody('LEASE_EXPIRED', message, timedOut ? { job_id: jobId, timed_out: true } : { job_id: jobId }) });
   }
   return reply.code(404).send({
     success: false,
     error: NOT_OWNED,
     code: 'NOT_FOUND',
-    message: 'Job not found, not processing, or not assigned to this worker',
-    details: { job_id: jobId },
+    message: timedOut
+      ? 'Job not processing for this worker: the attempt timed out (it outlived its timeout_seconds) and the server fails it'
+      : 'Job not found, not processing, or not assigned to this worker',
+    details: timedOut ? { job_id: jobId, timed_out: true } : { job_id: jobId },
   });
 }
 
@@ -118,7 +133,7 @@ async function splitBatch<T extends { job_id: string }>(grant: Grant, ctx: AppCo
   return { unique, duplicates, outOfReach };
 }
 
-const fenceError = (reason: FenceFailure) => (reason === 'lease_mismatch' ? 'lease_expired' : NOT_OWNED);
+const fenceError = (reason: FenceFailure, leaseSent: boolean) => (reason === 'lease_mismatch' || (reason === 'timed_out' && leaseSent) ? 'lease_expired' : NOT_OWNED);
 
 /** The worker protocol (docs/compatibility.md §3.4, §6) and its batch and long-poll extensions. */
 export function jobWorkerRoutes(app: FastifyInstance, ctx: AppContext): void {
@@ -184,7 +199,7 @@ export function jobWorkerRoutes(app: FastifyInstance, ctx: AppContext): void {
     const outcome = await endOnFailure(ctx.completeBatcher.complete(organizationId, { id, workerId: request.body.worker_id, leaseId: request.body.lease_id, result: request.body.result }), trace);
     trace?.end(outcome.ok ? 1 : 0);
     ctx.metrics.observeCompletedOutcomes(organizationId, [outcome]);
-    if (!outcome.ok) return refuse(reply, outcome.reason, id);
+    if (!outcome.ok) return refuse(reply, outcome.reason, id, request.body.lease_id != null);
     return { success: true };
   });
 
@@ -205,7 +220,7 @@ export function jobWorkerRoutes(app: FastifyInstance, ctx: AppContext): void {
     const trace = ctx.tracing ? startSettleTrace(ctx.tracing, ctx.db, { operation: 'fail', organizationId, workerId: body.worker_id, ids: [id], parent: parentTraceHeaders(request.headers) }) : null;
     const [outcome] = await endOnFailure(jobFailMany(ctx.db, organizationId, [{ id, workerId: body.worker_id, leaseId: body.lease_id, error: body.error, retryable: body.retryable }]), trace);
     trace?.end(outcome!.ok ? 1 : 0);
-    if (!outcome!.ok) return refuse(reply, outcome!.reason, id);
+    if (!outcome!.ok) return refuse(reply, outcome!.reason, id, body.lease_id != null);
     return { success: true, will_retry: outcome!.willRetry, status: outcome!.status };
   });
 
@@ -214,7 +229,7 @@ export function jobWorkerRoutes(app: FastifyInstance, ctx: AppContext): void {
     schema: {
       tags: ['worker'],
       summary: 'Extend the lease on a job this worker holds',
-      description: 'The answer also says whether cancellation was requested (extension).',
+      description: 'The answer also says whether cancellation was requested and when the attempt times out (extensions). After an enforced timeout\'s deadline the heartbeat is refused (409 LEASE_EXPIRED with the lease_id, else 404) with details.timed_out = true.',
       params: IdParams,
       body: HeartbeatBody,
       response: { 200: HeartbeatResult },
@@ -227,8 +242,14 @@ export function jobWorkerRoutes(app: FastifyInstance, ctx: AppContext): void {
     const outcome = await jobHeartbeat(ctx.db, {
       organizationId, id, workerId: body.worker_id, leaseId: body.lease_id, leaseSeconds: body.lease_duration_secs ?? LIMITS.leaseSecondsDefault,
     });
-    if (!outcome.ok) return refuse(reply, outcome.reason, id);
-    return { success: true, cancel_requested: outcome.cancelRequested, lease_expires_at: outcome.leaseExpiresAt.toISOString() };
+    if (!outcome.ok) return refuse(reply, outcome.reason, id, body.lease_id != null);
+    return {
+      success: true,
+      cancel_requested: outcome.cancelRequested,
+      lease_expires_at: outcome.leaseExpiresAt.toISOString(),
+      deadline_at: outcome.deadlineAt?.toISOString() ?? null,
+      timed_out: false,
+    };
   });
 
   app.post<{ Body: BatchCompleteBody }>('/jobs/complete', {
@@ -256,7 +277,7 @@ export function jobWorkerRoutes(app: FastifyInstance, ctx: AppContext): void {
         if (duplicates.has(index)) return { job_id: item.job_id, success: false, error: 'duplicate_job_id' };
         if (outOfReach.has(index)) return { job_id: item.job_id, success: false, error: NOT_OWNED };
         const outcome = byId.get(item.job_id.toLowerCase())!;
-        return outcome.ok ? { job_id: item.job_id, success: true } : { job_id: item.job_id, success: false, error: fenceError(outcome.reason) };
+        return outcome.ok ? { job_id: item.job_id, success: true } : { job_id: item.job_id, success: false, error: fenceError(outcome.reason, item.lease_id != null) };
       }),
     };
   });
@@ -288,7 +309,7 @@ export function jobWorkerRoutes(app: FastifyInstance, ctx: AppContext): void {
         const outcome = byId.get(item.job_id.toLowerCase())!;
         return outcome.ok
           ? { job_id: item.job_id, success: true, will_retry: outcome.willRetry }
-          : { job_id: item.job_id, success: false, error: fenceError(outcome.reason) };
+          : { job_id: item.job_id, success: false, error: fenceError(outcome.reason, item.lease_id != null) };
       }),
     };
   });

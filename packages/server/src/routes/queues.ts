@@ -24,7 +24,11 @@ type NameParams = { name: string };
 const ConfigBody = Type.Object({
   queue_name: Type.Optional(Type.String({ description: 'ignored: the path names the queue' })),
   max_retries: Type.Optional(MaxRetries),
-  default_timeout: Type.Optional(Type.Integer({ minimum: LIMITS.timeoutSecondsMin, maximum: LIMITS.timeoutSecondsMax })),
+  default_timeout: Type.Optional(nullable(Type.Integer({
+    minimum: LIMITS.timeoutSecondsMin,
+    maximum: LIMITS.timeoutSecondsMax,
+    description: `sets the timeout of jobs enqueued without one, which the server then enforces; null (extension) goes back to the built-in ${LIMITS.timeoutSecondsDefault} s, which it does not`,
+  }))),
   rate_limit: Type.Optional(nullable(Type.Integer({ minimum: 1, maximum: 100_000, description: 'most jobs of this queue started per second across all workers (a token bucket; docs/jobs-api.md "Rate limits"); null removes the limit' }))),
   rate_limit_burst: Type.Optional(nullable(Type.Integer({ minimum: 1, maximum: 100_000, description: 'extension: the rate limit\'s bucket size, the most jobs started at once after an idle spell; null = a tenth of rate_limit (at least 1)' }))),
   enabled: Type.Optional(Type.Boolean()),

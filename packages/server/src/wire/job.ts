@@ -37,6 +37,10 @@ export const JobSchema = Type.Object({
   concurrency_key: Type.Union([Type.String(), Type.Null()], { description: 'extension: the key whose processing jobs the queue\'s concurrency_key_limit caps' }),
   traceparent: Type.Union([Type.String(), Type.Null()], { description: 'extension: the W3C traceparent the job was enqueued in (the server\'s enqueue span while it exports traces); a worker\'s span for the job links to it. Null outside a trace.' }),
   tracestate: Type.Union([Type.String(), Type.Null()], { description: 'extension: the W3C tracestate going with traceparent' }),
+  timeout_enforced: Type.Boolean({ description: 'extension: the server enforces timeout_seconds (it was set on the job, its schedule or its queue\'s config); false for the built-in default, which only the SDK enforces' }),
+  deadline_at: Type.Union([Type.String({ format: 'date-time' }), Type.Null()], {
+    description: 'extension: while processing with an enforced timeout, when this attempt times out (claim time + timeout_seconds), else null; the lease never outlives it',
+  }),
 });
 
 /** List rows (docs/compatibility.md §3.3 JobSummary). */
@@ -89,6 +93,8 @@ export function jobToWire(row: JobRow): Record<string, unknown> {
     concurrency_key: row.concurrency_key,
     traceparent: row.traceparent ?? null,
     tracestate: row.tracestate ?? null,
+    timeout_enforced: row.timeout_enforced,
+    deadline_at: row.status === 'processing' ? iso(row.deadline_at) : null,
   };
 }
 

@@ -25,6 +25,7 @@ export const QueueConfigSchema = Type.Object({
   concurrency_limit: Type.Union([Type.Integer(), Type.Null()], { description: 'extension: most jobs processing at once across all workers; null means no limit' }),
   rate_limit_burst: Type.Union([Type.Integer(), Type.Null()], { description: 'extension: the rate limit\'s token bucket size; null means the default, a tenth of rate_limit (at least 1)' }),
   concurrency_key_limit: Type.Union([Type.Integer(), Type.Null()], { description: 'extension: most jobs processing at once per concurrency_key; null means no limit' }),
+  default_timeout_enforced: Type.Boolean({ description: 'extension: default_timeout was set through the config, so the server enforces it on the jobs that take it; false for the built-in default, which only the SDK enforces' }),
   configured: Type.Boolean({ description: 'extension: false when the queue has jobs but no config row; the fields are then its defaults and `id` is derived from the name' }),
 });
 
@@ -84,6 +85,7 @@ export function queueConfigToWire(row: QueueConfigRow, configured = true): Recor
     concurrency_limit: row.concurrency_limit,
     rate_limit_burst: row.rate_limit_burst,
     concurrency_key_limit: row.concurrency_key_limit,
+    default_timeout_enforced: row.default_timeout_set,
     configured,
   };
 }

@@ -32,6 +32,7 @@ export interface JobRow {
   dependencies_met: boolean | null;
   cancel_requested_at: Date | null;
   concurrency_key: string | null;
+  fairness_key: string | null;
   /** Pending but waiting out a retry backoff until scheduled_at (out of the claim index). */
   in_backoff: boolean;
   /** Dependencies not yet completed (null: the job never had any). */
@@ -67,6 +68,10 @@ export interface QueueConfigRow {
   rate_limit_burst: number | null;
   /** Most processing jobs per concurrency_key; null = no limit. */
   concurrency_key_limit: number | null;
+  /** Fair share across fairness keys (migration 029), or null. */
+  fairness: 'round_robin' | null;
+  /** Jobs per turn by fairness key; keys not listed get 1. */
+  fairness_weights: Record<string, number> | null;
   settings: Record<string, unknown>;
   created_at: Date;
   updated_at: Date;

@@ -63,6 +63,25 @@ describe('queues', () => {
     assert.equal((await req('PUT', '/queues/keyed-q/config', { concurrency_key_limit: null })).body.concurrency_key_limit, null, 'null removes it');
   });
 
+  it('fair share: fairness_key on enqueue, fairness and fairness_weights on the queue', async () => {
+    const set = await req('PUT', '/queues/fair-q/config', { fairness: 'round_robin', fairness_weights: [{ key: 'vip', weight: 3 }, { key: 'acme', weight: 2 }] });
+    assert.equal(set.status, 200, set.text);
+    assert.equal(set.body.fairness, 'round_robin');
+    assert.deepEqual(set.body.fairness_weights, [{ key: 'acme', weight: 2 }, { key: 'vip', weight: 3 }]);
+    for (let i = 0; i < 4; i++) await enqueue(server, { queue_name: 'fair-q', fairness_key: 'vip' });
+    await enqueue(server, { queue_name: 'fair-q', fairness_key: 'other' });
+    const bulk = await req('POST', '/jobs/bulk', { queue_name: 'fair-q', jobs: [{ payload: {}, fairness_key: 'other' }, { payload: {}, fairness_key: 'k'.repeat(256) }] });
+    assert.equal(bulk.body.success_count, 1, bulk.text);
+    assert.match(bulk.body.failed[0].error, /fairness_key/);
+    const claimed = await claim(server, { queue_name: 'fair-q', limit: 4 });
+    assert.deepEqual(claimed.map((job) => job.fairness_key).sort(), ['other', 'vip', 'vip', 'vip'], 'a turn: three jobs of the key of weight 3, one of the other');
+    assertError(await req('PUT', '/queues/fair-q/config', { fairness: 'weighted' }), 400, 'VALIDATION_ERROR', /fairness/);
+    assertError(await req('PUT', '/queues/fair-q/config', { fairness_weights: [{ key: 'a', weight: 1 }, { key: 'a', weight: 2 }] }), 400, 'VALIDATION_ERROR', /listed twice/);
+    assertError(await req('PUT', '/queues/fair-q/config', { fairness_weights: [{ key: 'a', weight: 0 }] }), 400, 'VALIDATION_ERROR', /weight/);
+    const off = await req('PUT', '/queues/fair-q/config', { fairness: null, fairness_weights: null });
+    assert.deepEqual([off.body.fairness, off.body.fairness_weights], [null, null]);
+  });
+
   it('a queue\'s backoff settings drive the retry delay', async () => {
     await req('PUT', '/queues/fast-retry/config', { backoff_base_ms: 0, backoff_max_ms: 0, backoff_jitter_ms: 0 });
     const job = await enqueueAndClaim(server, 'fast-retry');
@@ -107,7 +126,7 @@ describe('queues', () => {
     assert.equal(first.status, 200, first.text);
     assert.deepEqual(
       { ...first.body, id: undefined, created_at: undefined, updated_at: undefined },
-      { id: undefined, organization_id: other.organizationId, queue_name: 'implicit-q', max_retries: 3, default_timeout: 300, rate_limit: null, enabled: true, settings: {}, created_at: undefined, updated_at: undefined, paused_at: null, pause_reason: null, backoff_base_ms: 1000, backoff_max_ms: 60000, backoff_jitter_ms: 500, concurrency_limit: null, rate_limit_burst: null, concurrency_key_limit: null, default_timeout_enforced: false, configured: false },
+      { id: undefined, organization_id: other.organizationId, queue_name: 'implicit-q', max_retries: 3, default_timeout: 300, rate_limit: null, enabled: true, settings: {}, created_at: undefined, updated_at: undefined, paused_at: null, pause_reason: null, backoff_base_ms: 1000, backoff_max_ms: 60000, backoff_jitter_ms: 500, concurrency_limit: null, rate_limit_burst: null, concurrency_key_limit: null, fairness: null, fairness_weights: null, default_timeout_enforced: false, configured: false },
     );
     assert.match(first.body.id, /^[0-9a-f-]{36}$/);
     assert.equal((await h('GET', '/queues/implicit-q')).body.id, first.body.id, 'the same id on every read');

@@ -90,6 +90,8 @@ export interface QueueConfig extends QueueSummary {
   concurrency_limit?: number | null;
   rate_limit_burst?: number | null;
   concurrency_key_limit?: number | null;
+  fairness?: 'round_robin' | null;
+  fairness_weights?: { key: string; weight: number }[] | null;
 }
 
 export interface QueueStats {

@@ -69,8 +69,9 @@ function ConfigDialog({ name, onClose, onSaved }: { name: string; onClose: () =>
     for (const field of ['backoff_base_ms', 'backoff_max_ms', 'backoff_jitter_ms', 'concurrency_limit', 'rate_limit_burst', 'concurrency_key_limit']) {
       if (form.has(field)) body[field] = int(field);
     }
+    if (form.has('fairness')) body.fairness = String(form.get('fairness')) === '' ? null : String(form.get('fairness'));
     // Empty means "none" (or "the default") for the limits, "unchanged" for the rest.
-    const nullable = ['rate_limit', 'concurrency_limit', 'rate_limit_burst', 'concurrency_key_limit'];
+    const nullable = ['rate_limit', 'concurrency_limit', 'rate_limit_burst', 'concurrency_key_limit', 'fairness'];
     for (const key of Object.keys(body)) if (body[key] === null && !nullable.includes(key)) delete body[key];
     setBusy(true);
     setError(null);
@@ -103,6 +104,7 @@ function ConfigDialog({ name, onClose, onSaved }: { name: string; onClose: () =>
               <label>Backoff jitter (ms)<input name="backoff_jitter_ms" type="number" min={0} defaultValue={c?.backoff_jitter_ms ?? 500} /></label>
               <label>Concurrency limit (empty = none)<input name="concurrency_limit" type="number" min={1} defaultValue={c?.concurrency_limit ?? ''} /></label>
               <label>Per-key concurrency limit (jobs with the same concurrency_key; empty = none)<input name="concurrency_key_limit" type="number" min={1} max={100000} defaultValue={c?.concurrency_key_limit ?? ''} /></label>
+              <label>Fair share across fairness keys<select name="fairness" defaultValue={c?.fairness ?? ''}><option value="">Off (oldest first)</option><option value="round_robin">Round robin</option></select></label>
               <label>Rate limit burst (jobs at once; empty = a tenth of the rate)<input name="rate_limit_burst" type="number" min={1} max={100000} defaultValue={c?.rate_limit_burst ?? ''} /></label>
             </fieldset>
           ) : null}

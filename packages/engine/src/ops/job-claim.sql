@@ -22,34 +22,82 @@
 -- Each range is its own locked subquery because FOR UPDATE cannot apply to
 -- a UNION; Append reads them in order and stops at the LIMIT.
 --
--- $6 selects the capped form for a queue with a concurrency_limit, a
--- rate_limit or a concurrency_key_limit: the caller has locked that queue's config row
+-- $6 selects the capped form for a capped queue (queue_config.capped: a
+-- concurrency_limit, a rate_limit, a concurrency_key_limit or fair share):
+-- the caller has locked that queue's config row
 -- (queue-lock-capped.sql) in this transaction, so this statement's fresh
 -- snapshot counts every job the previous holder started, and $3 is no more
 -- than the tokens the lock took from a rate-limited queue's bucket; those
--- this claim does not use go back (`unused`). Uncapped claims ($6 false)
+-- this claim does not use go back (`config_after`). Uncapped claims ($6 false)
 -- skip capped queues entirely, and never evaluate the count (init plans run
 -- lazily). A paused queue has no room.
-WITH room AS MATERIALIZED (
-  SELECT r.n, r.key_limit,
+WITH RECURSIVE room AS MATERIALIZED (
+  SELECT r.n, r.key_limit, r.fair, r.weights, r.cursor,
          -- Over-read for a keyed queue: jobs of a key the batch fills are left out.
          CASE WHEN r.key_limit IS NULL THEN r.n ELSE least(r.n * 4, 400) END AS scan
   FROM (
     SELECT CASE
       WHEN NOT coalesce(qc.enabled, true) THEN 0
-      WHEN NOT $6::boolean AND (qc.concurrency_limit IS NOT NULL OR qc.rate_limit IS NOT NULL OR qc.concurrency_key_limit IS NOT NULL) THEN 0
+      WHEN NOT $6::boolean AND coalesce(qc.capped, false) THEN 0
       WHEN $6::boolean AND qc.concurrency_limit IS NOT NULL THEN greatest(0, least($3::int, qc.concurrency_limit - (
         SELECT count(*) FROM spool.jobs p
         WHERE p.organization_id = $1 AND p.queue_name = $2 AND p.status = 'processing'
       )::int))
       ELSE $3::int END AS n,
-      CASE WHEN $6::boolean THEN qc.concurrency_key_limit END AS key_limit
+      CASE WHEN $6::boolean THEN qc.concurrency_key_limit END AS key_limit,
+      $6::boolean AND qc.fairness IS NOT NULL AS fair,
+      coalesce(qc.fairness_weights, '{}'::jsonb) AS weights,
+      coalesce(qc.fair_cursor, '') AS cursor
     FROM (SELECT 1) one
     LEFT JOIN spool.queue_config qc ON qc.organization_id = $1 AND qc.queue_name = $2
   ) r
 ),
+-- Fair share (capped claims of a queue with `fairness`, migration 029):
+-- the highest priority with keyed work, then up to $3 of its keys in turn
+-- after fair_cursor, wrapping around, each an index probe of jobs_fair_idx.
+fair_top AS MATERIALIZED (
+  SELECT f.priority AS p FROM spool.claimable_jobs f
+  WHERE (SELECT fair FROM room) AND f.organization_id = $1 AND f.queue_name = $2 AND f.fairness_key IS NOT NULL
+  ORDER BY f.priority DESC
+  LIMIT 1
+),
+fair_after (key, i) AS (
+  SELECT (SELECT f.fairness_key FROM spool.claimable_jobs f
+          WHERE f.organization_id = $1 AND f.queue_name = $2 AND f.fairness_key IS NOT NULL
+            AND f.priority = (SELECT p FROM fair_top) AND f.fairness_key > (SELECT cursor FROM room)
+          ORDER BY f.fairness_key LIMIT 1), 1
+  WHERE EXISTS (SELECT 1 FROM fair_top)
+  UNION ALL
+  SELECT (SELECT f.fairness_key FROM spool.claimable_jobs f
+          WHERE f.organization_id = $1 AND f.queue_name = $2 AND f.fairness_key IS NOT NULL
+            AND f.priority = (SELECT p FROM fair_top) AND f.fairness_key > a.key
+          ORDER BY f.fairness_key LIMIT 1), a.i + 1
+  FROM fair_after a
+  WHERE a.key IS NOT NULL AND a.i < (SELECT n FROM room)
+),
+fair_before (key, i) AS (
+  SELECT (SELECT f.fairness_key FROM spool.claimable_jobs f
+          WHERE f.organization_id = $1 AND f.queue_name = $2 AND f.fairness_key IS NOT NULL
+            AND f.priority = (SELECT p FROM fair_top) AND f.fairness_key <= (SELECT cursor FROM room)
+          ORDER BY f.fairness_key LIMIT 1), (SELECT count(key) FROM fair_after) + 1
+  WHERE EXISTS (SELECT 1 FROM fair_top) AND (SELECT count(key) FROM fair_after) < (SELECT n FROM room)
+  UNION ALL
+  SELECT (SELECT f.fairness_key FROM spool.claimable_jobs f
+          WHERE f.organization_id = $1 AND f.queue_name = $2 AND f.fairness_key IS NOT NULL
+            AND f.priority = (SELECT p FROM fair_top) AND f.fairness_key > b.key AND f.fairness_key <= (SELECT cursor FROM room)
+          ORDER BY f.fairness_key LIMIT 1), b.i + 1
+  FROM fair_before b
+  WHERE b.key IS NOT NULL AND b.i < (SELECT n FROM room)
+),
+fair_turn AS MATERIALIZED (
+  SELECT t.key, t.i AS pos, count(*) OVER () AS keys, coalesce(((SELECT weights FROM room) ->> t.key)::int, 1) AS weight
+  FROM (SELECT key, i FROM fair_after UNION ALL SELECT key, i FROM fair_before) t
+  WHERE t.key IS NOT NULL
+),
 floor AS MATERIALIZED (
-  SELECT coalesce(f.priority, 101) AS priority, f.created_at, f.id
+  -- A fair claim reads only the priorities above its turn's (jobs without
+  -- a key) through the ranges below; its turn's own jobs come from `fair`.
+  SELECT coalesce(f.priority, (SELECT p FROM fair_top), 101) AS priority, f.created_at, f.id
   FROM (SELECT 1) one
   LEFT JOIN spool.jobs f ON f.id = $7::uuid AND f.organization_id = $1
 ),
@@ -62,10 +110,32 @@ running AS MATERIALIZED (
   WHERE organization_id = $1 AND queue_name = $2 AND status = 'processing' AND concurrency_key IS NOT NULL
   GROUP BY concurrency_key
 ),
+full_keys AS MATERIALIZED (
+  SELECT coalesce(array_agg(concurrency_key), '{}') AS keys FROM running WHERE n >= (SELECT key_limit FROM room)
+),
+-- Each key of the turn gives its oldest jobs, `weight` per round; `ord`
+-- is the round, then the key's place in the turn.
+fair AS MATERIALIZED (
+  SELECT j.id, j.priority, j.created_at, j.concurrency_key, j.fairness_key, ((j.r - 1) / t.weight) * 1000 + t.pos AS ord
+  FROM fair_turn t
+  CROSS JOIN LATERAL (
+    SELECT l.*, row_number() OVER (ORDER BY l.created_at, l.id) AS r
+    FROM (
+      SELECT id, priority, created_at, concurrency_key, fairness_key FROM spool.claimable_jobs
+      WHERE organization_id = $1 AND queue_name = $2 AND fairness_key = t.key AND priority = (SELECT p FROM fair_top)
+        AND ((SELECT key_limit FROM room) IS NULL OR concurrency_key IS NULL OR concurrency_key <> ALL ((SELECT keys FROM full_keys)::text[]))
+      ORDER BY created_at, id
+      LIMIT t.weight * ceil((SELECT n FROM room)::numeric / t.keys)::int
+      FOR UPDATE SKIP LOCKED
+    ) l
+  ) j
+  ORDER BY ord
+  LIMIT (SELECT scan FROM room)
+),
 candidates AS (
   SELECT * FROM (
-    SELECT * FROM (
-      SELECT id, priority, created_at, concurrency_key FROM spool.claimable_jobs
+    SELECT *, 0 AS ord FROM (
+      SELECT id, priority, created_at, concurrency_key, fairness_key FROM spool.claimable_jobs
       WHERE organization_id = $1 AND queue_name = $2
         AND priority > (SELECT priority FROM floor)
       ORDER BY priority DESC, created_at ASC, id ASC
@@ -73,8 +143,8 @@ candidates AS (
       FOR UPDATE SKIP LOCKED
     ) higher
     UNION ALL
-    SELECT * FROM (
-      SELECT id, priority, created_at, concurrency_key FROM spool.claimable_jobs
+    SELECT *, 0 AS ord FROM (
+      SELECT id, priority, created_at, concurrency_key, fairness_key FROM spool.claimable_jobs
       WHERE organization_id = $1 AND queue_name = $2
         AND priority = (SELECT priority FROM floor)
         AND (created_at, id) > (SELECT created_at, id FROM floor)
@@ -83,18 +153,18 @@ candidates AS (
       FOR UPDATE SKIP LOCKED
     ) after_floor
     UNION ALL
+    SELECT * FROM fair WHERE (SELECT fair FROM room)
+    UNION ALL
     -- Capped claims come without a floor, so this range is their whole
-    -- queue, and the only one that passes over the jobs of full keys
-    -- (without blocking the keys behind them).
-    SELECT * FROM (
-      SELECT id, priority, created_at, concurrency_key FROM spool.claimable_jobs
+    -- queue (a fair claim's is `fair`), and the only one that passes over
+    -- the jobs of full keys (without blocking the keys behind them).
+    SELECT *, 0 AS ord FROM (
+      SELECT id, priority, created_at, concurrency_key, fairness_key FROM spool.claimable_jobs
       WHERE organization_id = $1 AND queue_name = $2
         AND priority < (SELECT priority FROM floor)
-        AND ((SELECT key_limit FROM room) IS NULL OR concurrency_key IS NULL
-             OR concurrency_key <> ALL (coalesce((SELECT array_agg(concurrency_key) FROM running
-                                                  WHERE n >= (SELECT key_limit FROM room)), '{}')))
+        AND ((SELECT key_limit FROM room) IS NULL OR concurrency_key IS NULL OR concurrency_key <> ALL ((SELECT keys FROM full_keys)::text[]))
       ORDER BY priority DESC, created_at ASC, id ASC
-      LIMIT (SELECT scan FROM room)
+      LIMIT (SELECT CASE WHEN EXISTS (SELECT 1 FROM fair_top) THEN 0 ELSE scan END FROM room)
       FOR UPDATE SKIP LOCKED
     ) lower
   ) c
@@ -106,13 +176,13 @@ picked AS (
   SELECT id FROM candidates WHERE (SELECT key_limit FROM room) IS NULL
   UNION ALL
   (SELECT k.id
-   FROM (SELECT c.id, c.priority, c.created_at, c.concurrency_key,
-                row_number() OVER (PARTITION BY c.concurrency_key ORDER BY c.priority DESC, c.created_at, c.id) AS nth
+   FROM (SELECT c.id, c.priority, c.created_at, c.ord, c.concurrency_key,
+                row_number() OVER (PARTITION BY c.concurrency_key ORDER BY c.priority DESC, c.ord, c.created_at, c.id) AS nth
          FROM candidates c
          WHERE (SELECT key_limit FROM room) IS NOT NULL) k
    LEFT JOIN running r ON r.concurrency_key = k.concurrency_key
    WHERE k.concurrency_key IS NULL OR k.nth + coalesce(r.n, 0) <= (SELECT key_limit FROM room)
-   ORDER BY k.priority DESC, k.created_at, k.id
+   ORDER BY k.priority DESC, k.ord, k.created_at, k.id
    LIMIT (SELECT n FROM room))
 ),
 claimed AS (
@@ -142,10 +212,17 @@ history AS (
   SELECT organization_id, id, queue_name, 'claim', 'pending', 'processing', assigned_worker_id, lease_id, NULL, NULL
   FROM claimed WHERE started_at < now()
 ),
-unused AS (
+-- The capped claim's bookkeeping on the config row it has locked, in one
+-- UPDATE (a row changed twice in one statement keeps only one change):
+-- tokens the claim did not use go back, and a fair claim moves the turn
+-- to the last key it served.
+config_after AS (
   UPDATE spool.queue_config q
-  SET rate_tokens = q.rate_tokens + ($3::int - (SELECT count(*) FROM claimed))
+  SET rate_tokens = CASE WHEN q.rate_limit IS NOT NULL THEN q.rate_tokens + ($3::int - (SELECT count(*) FROM claimed)) ELSE q.rate_tokens END,
+      fair_cursor = CASE WHEN (SELECT fair FROM room)
+                         THEN coalesce((SELECT f.fairness_key FROM fair f JOIN claimed c ON c.id = f.id ORDER BY f.ord DESC LIMIT 1), q.fair_cursor)
+                         ELSE q.fair_cursor END
   WHERE $6::boolean AND q.organization_id = $1 AND q.queue_name = $2
-    AND q.rate_limit IS NOT NULL AND (SELECT count(*) FROM claimed) < $3::int
+    AND ((q.rate_limit IS NOT NULL AND (SELECT count(*) FROM claimed) < $3::int) OR (SELECT fair FROM room))
 )
 SELECT * FROM claimed ORDER BY priority DESC, created_at ASC, id ASC;

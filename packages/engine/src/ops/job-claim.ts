@@ -28,6 +28,9 @@ export interface ClaimParams {
  */
 export const CLAIM_FLOOR_TTL_MS = 1000;
 
+/** Statements one fair claim may take to fill its batch. */
+const FAIR_TURNS_MAX = 4;
+
 /** Queues with a floor remembered per pool. */
 const MAX_FLOORS = 10_000;
 
@@ -115,7 +118,15 @@ export async function jobClaimOutcome(db: Queryable, params: ClaimParams): Promi
       const [locked] = await run<CappedLock>(client, lockCapped, [params.organizationId, params.queueName, limit]);
       if (!locked) return null;
       const n = locked.reserved ?? limit;
-      const jobs = n === 0 ? [] : await run<JobRow>(client, statement, claimOf(n, null, true));
+      let jobs = n === 0 ? [] : await run<JobRow>(client, statement, claimOf(n, null, true));
+      // A fair turn gives each key its share of the batch; keys with fewer
+      // jobs leave it short, and the next turns fill it (a rate-limited
+      // queue's tokens were taken for the first statement only).
+      for (let turn = 1; locked.fairness !== null && locked.reserved === null && jobs.length > 0 && jobs.length < n && turn < FAIR_TURNS_MAX; turn++) {
+        const more = await run<JobRow>(client, statement, claimOf(n - jobs.length, null, true));
+        if (more.length === 0) break;
+        jobs = [...jobs, ...more];
+      }
       // Out of tokens: every reserved token used (or none to reserve) and fewer than asked for.
       const tokenBound = locked.reserved !== null && n < limit && jobs.length === n;
       return { jobs, retryAfterMs: tokenBound ? refillMs(locked, limit) : null };
@@ -171,6 +182,7 @@ export async function jobClaimOutcome(db: Queryable, params: ClaimParams): Promi
 /** queue-lock-capped.sql's row; the bucket fields are null for a queue without a rate limit. */
 interface CappedLock {
   concurrency_limit: number | null;
+  fairness: string | null;
   reserved: number | null;
   tokens: number | null;
   rate: number | null;

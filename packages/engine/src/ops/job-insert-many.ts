@@ -23,6 +23,8 @@ export interface NewJob {
   tracestate?: string | null;
   /** Counts against the queue's concurrency_key_limit while processing. */
   concurrencyKey?: string | null;
+  /** The key whose turn the job waits for in a queue with fair share. */
+  fairnessKey?: string | null;
 }
 
 export interface InsertedJob {
@@ -76,6 +78,7 @@ export async function jobInsertMany(db: Queryable, jobs: NewJob[]): Promise<Inse
       sent.map((s) => s.job.traceparent ?? null),
       sent.map((s) => s.job.tracestate ?? null),
       sent.map((s) => s.job.concurrencyKey ?? null),
+      sent.map((s) => s.job.fairnessKey ?? null),
     ],
   );
 

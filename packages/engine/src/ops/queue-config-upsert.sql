@@ -6,6 +6,8 @@
 -- Sending default_timeout ($4) marks it chosen: jobs that take it have their
 -- timeout enforced by the server (migration 026); $18 true (default_timeout
 -- null on the wire) goes back to the built-in 300 s, not enforced.
+-- $19 fairness and $21 fairness_weights (a key → weight object) are cleared
+-- by $20 and $22.
 -- Enabling or disabling writes queue.resumed / queue.paused in the same
 -- statement (one NOTIFY on spool_events), as POST pause/resume do.
 WITH prior AS (
@@ -16,11 +18,11 @@ WITH prior AS (
 upserted AS (
   INSERT INTO spool.queue_config AS q (organization_id, queue_name, max_retries, default_timeout, rate_limit, enabled,
                                        paused_at, settings, backoff_base_ms, backoff_max_ms, backoff_jitter_ms, concurrency_limit,
-                                       rate_limit_burst, concurrency_key_limit, default_timeout_set)
+                                       rate_limit_burst, concurrency_key_limit, default_timeout_set, fairness, fairness_weights)
   SELECT $1, $2, coalesce($3, 3), coalesce($4, 300), $5, coalesce($6, true),
          CASE WHEN coalesce($6, true) THEN NULL ELSE now() END,
          coalesce($7::jsonb, '{}'::jsonb), coalesce($8, 1000), coalesce($9, 60000), coalesce($10, 500), $11, $13, $16,
-         $4 IS NOT NULL
+         $4 IS NOT NULL, $19, $21::jsonb
   FROM (SELECT count(*) FROM prior) AS read_first
   ON CONFLICT (organization_id, queue_name) DO UPDATE
   SET max_retries = coalesce($3, q.max_retries),
@@ -29,6 +31,8 @@ upserted AS (
       rate_limit = CASE WHEN $14::boolean THEN $5 ELSE coalesce($5, q.rate_limit) END,
       rate_limit_burst = CASE WHEN $15::boolean THEN $13 ELSE coalesce($13, q.rate_limit_burst) END,
       concurrency_key_limit = CASE WHEN $17::boolean THEN $16 ELSE coalesce($16, q.concurrency_key_limit) END,
+      fairness = CASE WHEN $20::boolean THEN $19 ELSE coalesce($19, q.fairness) END,
+      fairness_weights = CASE WHEN $22::boolean THEN $21::jsonb ELSE coalesce($21::jsonb, q.fairness_weights) END,
       enabled = coalesce($6, q.enabled),
       paused_at = CASE WHEN coalesce($6, q.enabled) THEN NULL ELSE coalesce(q.paused_at, now()) END,
       pause_reason = CASE WHEN coalesce($6, q.enabled) THEN NULL ELSE q.pause_reason END,

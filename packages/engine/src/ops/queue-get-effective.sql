@@ -5,13 +5,13 @@
 -- queue does not become a config row that counts against max_queues.
 SELECT qc.id, qc.organization_id, qc.queue_name::text AS queue_name, qc.max_retries, qc.default_timeout, qc.rate_limit,
        qc.enabled, qc.paused_at, qc.pause_reason, qc.backoff_base_ms, qc.backoff_max_ms, qc.backoff_jitter_ms,
-       qc.concurrency_limit, qc.rate_limit_burst, qc.concurrency_key_limit, qc.settings, qc.created_at, qc.updated_at, qc.default_timeout_set, true AS configured
+       qc.concurrency_limit, qc.rate_limit_burst, qc.concurrency_key_limit, qc.fairness, qc.fairness_weights, qc.settings, qc.created_at, qc.updated_at, qc.default_timeout_set, true AS configured
 FROM spool.queue_config qc
 WHERE qc.organization_id = $1 AND qc.queue_name = $2
 UNION ALL
 SELECT md5('queue_config/' || $1::text || '/' || $2::text)::uuid, $1::uuid, $2::text, 3, 300, NULL::int,
        true, NULL::timestamptz, NULL::text, 1000, 60000, 500,
-       NULL::int, NULL::int, NULL::int, '{}'::jsonb, now(), now(), false, false
+       NULL::int, NULL::int, NULL::int, NULL::text, NULL::jsonb, '{}'::jsonb, now(), now(), false, false
 WHERE NOT EXISTS (SELECT 1 FROM spool.queue_config WHERE organization_id = $1 AND queue_name = $2)
   -- served by jobs_org_queue_status_idx: one index probe
   AND EXISTS (SELECT 1 FROM spool.jobs WHERE organization_id = $1 AND queue_name = $2);

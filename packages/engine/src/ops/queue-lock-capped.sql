@@ -1,5 +1,6 @@
--- Locks the config row of a capped queue (a concurrency_limit, a
--- rate_limit or a concurrency_key_limit), so capped claims of that queue take turns: without the lock,
+-- Locks the config row of a capped queue (queue_config.capped: a
+-- concurrency_limit, a rate_limit, a concurrency_key_limit or fair share),
+-- so capped claims of that queue take turns: without the lock,
 -- two claimers could each count the same free room (or the same tokens) and
 -- together start more than the limit. Returns no row when the queue is
 -- uncapped or paused (nothing to claim).
@@ -13,12 +14,12 @@
 -- token when the next ones come. clock_timestamp(), not now(): the lock may
 -- have been waited for, and the time waited refills the bucket too.
 WITH locked AS (
-  SELECT q.id, q.concurrency_limit, q.rate_limit,
+  SELECT q.id, q.concurrency_limit, q.rate_limit, q.fairness,
          coalesce(q.rate_limit_burst, greatest(1, ceil(q.rate_limit / 10.0)))::int AS burst,
          q.rate_tokens, q.rate_refilled_at
   FROM spool.queue_config q
   WHERE q.organization_id = $1 AND q.queue_name = $2
-    AND q.enabled AND (q.concurrency_limit IS NOT NULL OR q.rate_limit IS NOT NULL OR q.concurrency_key_limit IS NOT NULL)
+    AND q.enabled AND q.capped
   FOR UPDATE
 ),
 bucket AS MATERIALIZED (
@@ -35,5 +36,5 @@ taken AS (
   WHERE q.id = b.id
   RETURNING least($3::int, floor(b.available)::int) AS reserved, q.rate_tokens AS tokens, q.rate_limit AS rate, b.burst
 )
-SELECT l.concurrency_limit, t.reserved, t.tokens, t.rate, t.burst
+SELECT l.concurrency_limit, l.fairness, t.reserved, t.tokens, t.rate, t.burst
 FROM locked l LEFT JOIN taken t ON true;

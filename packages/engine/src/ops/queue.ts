@@ -28,6 +28,10 @@ export interface QueueConfigPatch {
   rateLimitBurst?: number | null;
   /** Most processing jobs per concurrency_key; null removes the limit, undefined keeps it. */
   concurrencyKeyLimit?: number | null;
+  /** Fair share across fairness keys; null turns it off, undefined keeps it. */
+  fairness?: 'round_robin' | null;
+  /** Jobs per turn of each fairness key (default 1); null clears them, undefined keeps them. */
+  fairnessWeights?: Record<string, number> | null;
   enabled?: boolean | null;
   settings?: Record<string, unknown> | null;
   backoffBaseMs?: number | null;
@@ -58,6 +62,10 @@ export async function queueConfigUpsert(db: Queryable, organizationId: string, q
     patch.concurrencyKeyLimit ?? null,
     patch.concurrencyKeyLimit === null,
     patch.defaultTimeout === null,
+    patch.fairness ?? null,
+    patch.fairness === null,
+    patch.fairnessWeights == null ? null : JSON.stringify(patch.fairnessWeights),
+    patch.fairnessWeights === null,
   ]);
   return rows[0]!;
 }

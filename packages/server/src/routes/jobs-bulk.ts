@@ -8,14 +8,14 @@ import { admitJobs, type JobAdmission } from '../http/job-admission.js';
 import { compileItemValidator } from '../http/validation.js';
 import { unknownFields, warnUnknownFields } from '../http/warnings.js';
 import { assertWebhookTarget, webhookPolicy } from '../webhooks/ssrf.js';
-import { ConcurrencyKey, DateTime, IdempotencyKey, MaxRetries, Priority, QueueName, Tags, TimeoutSeconds, nullable } from '../wire/common.js';
+import { ConcurrencyKey, DateTime, FairnessKey, IdempotencyKey, MaxRetries, Priority, QueueName, Tags, TimeoutSeconds, nullable } from '../wire/common.js';
 import { enqueueTraceHeaders } from '../http/trace-context.js';
 import { startBulkEnqueueSpan } from '../trace-spans.js';
 import { TraceHeaders, TraceparentField, TracestateField, checkJobLimits, toNewJob } from './jobs.js';
 
 const CONTRACT_BULK_MAX = 100;
 
-/** One bulk item. `max_retries`, `timeout_seconds`, `expires_at`, `tags`, `completion_webhook`, `concurrency_key`, `traceparent` and `tracestate` per item are extensions. */
+/** One bulk item. `max_retries`, `timeout_seconds`, `expires_at`, `tags`, `completion_webhook`, `concurrency_key`, `fairness_key`, `traceparent` and `tracestate` per item are extensions. */
 const BulkItem = Type.Object({
   payload: Type.Unknown(),
   priority: Type.Optional(Priority),
@@ -27,6 +27,7 @@ const BulkItem = Type.Object({
   tags: Type.Optional(nullable(Tags)),
   completion_webhook: Type.Optional(nullable(Type.String({ maxLength: 2048, format: 'uri' }))),
   concurrency_key: Type.Optional(nullable(ConcurrencyKey)),
+  fairness_key: Type.Optional(nullable(FairnessKey)),
   traceparent: Type.Optional(nullable(TraceparentField)),
   tracestate: Type.Optional(nullable(TracestateField)),
 });
@@ -37,7 +38,7 @@ const BulkBody = Type.Object({
   jobs: Type.Array(Type.Unknown(), {
     minItems: 1,
     maxItems: LIMITS.bulkJobsMax,
-    description: `The contract allows 1..${CONTRACT_BULK_MAX} jobs; Spool accepts up to ${LIMITS.bulkJobsMax} (extension). Each item: { payload, priority?, idempotency_key?, scheduled_at?, and as extensions max_retries?, timeout_seconds?, expires_at?, tags?, completion_webhook?, concurrency_key?, traceparent?, tracestate? }. An item without its own traceparent takes the request's traceparent/tracestate headers. An invalid item is reported in failed; the rest are inserted.`,
+    description: `The contract allows 1..${CONTRACT_BULK_MAX} jobs; Spool accepts up to ${LIMITS.bulkJobsMax} (extension). Each item: { payload, priority?, idempotency_key?, scheduled_at?, and as extensions max_retries?, timeout_seconds?, expires_at?, tags?, completion_webhook?, concurrency_key?, fairness_key?, traceparent?, tracestate? }. An item without its own traceparent takes the request's traceparent/tracestate headers. An invalid item is reported in failed; the rest are inserted.`,
   }),
   default_priority: Type.Optional(Priority),
   default_max_retries: Type.Optional(MaxRetries),

@@ -22,7 +22,7 @@ import { admitJobs, enqueueAdmitted } from '../http/job-admission.js';
 import { checkedTraceContext, enqueueTraceHeaders } from '../http/trace-context.js';
 import { ATTR_MESSAGING_MESSAGE_ID, startEnqueueSpan } from '../trace-spans.js';
 import { assertWebhookTarget, webhookPolicy } from '../webhooks/ssrf.js';
-import { ConcurrencyKey, DateTime, IdempotencyKey, IdParams, MaxRetries, Priority, QueueName, Tags, TimeoutSeconds, jsonBytes, nullable } from '../wire/common.js';
+import { ConcurrencyKey, DateTime, FairnessKey, IdempotencyKey, IdParams, MaxRetries, Priority, QueueName, Tags, TimeoutSeconds, jsonBytes, nullable } from '../wire/common.js';
 import { JobSchema, JobSummarySchema, jobSummaryToWire, jobToWire } from '../wire/job.js';
 
 /** Extension: the W3C trace context of the enqueuer, checked strictly in code (protocol trace-context.ts) for precise messages. */
@@ -50,6 +50,7 @@ const CreateJobBody = Type.Object({
   parent_job_id: Type.Optional(nullable(Type.String({ maxLength: 100 }))),
   completion_webhook: Type.Optional(nullable(Type.String({ maxLength: 2048, format: 'uri' }))),
   concurrency_key: Type.Optional(nullable(ConcurrencyKey)),
+  fairness_key: Type.Optional(nullable(FairnessKey)),
   traceparent: Type.Optional(nullable(TraceparentField)),
   tracestate: Type.Optional(nullable(TracestateField)),
 });
@@ -91,6 +92,7 @@ export function toNewJob(organizationId: string, queueName: string, body: Omit<C
     parentJobId: body.parent_job_id && isUuid(body.parent_job_id) ? body.parent_job_id : null,
     completionWebhook: body.completion_webhook ?? null,
     concurrencyKey: body.concurrency_key ?? null,
+    fairnessKey: body.fairness_key ?? null,
     traceparent: trace?.traceparent ?? null,
     tracestate: trace?.tracestate ?? null,
   };

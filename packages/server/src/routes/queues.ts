@@ -1,10 +1,10 @@
 import type { FastifyInstance } from 'fastify';
 import { Type, type Static } from 'typebox';
-import { ConflictError, LIMITS, NotFoundError, PayloadTooLargeError, QUEUE_NAME_PATTERN } from '@spool/protocol';
+import { ConflictError, LIMITS, NotFoundError, PayloadTooLargeError, QUEUE_NAME_PATTERN, ValidationError } from '@spool/protocol';
 import { queueConfigUpsert, queueDelete, queueGetEffective, queueList, queuePause, queueResume, queueStats } from '@spool/engine';
 import type { AppContext } from '../app.js';
 import { grantOf } from '../http/route-authorization.js';
-import { MaxRetries, QueueName, jsonBytes, nullable } from '../wire/common.js';
+import { FairnessKey, MaxRetries, QueueName, jsonBytes, nullable } from '../wire/common.js';
 import {
   PauseResultSchema,
   QueueConfigSchema,
@@ -20,6 +20,8 @@ const AnyNameParams = Type.Object({ name: Type.String() });
 /** Path of routes that create a config row: the name must be a valid queue name. */
 const QueueNameParams = Type.Object({ name: QueueName });
 type NameParams = { name: string };
+
+const FAIRNESS_WEIGHTS_MAX = 1000;
 
 const ConfigBody = Type.Object({
   queue_name: Type.Optional(Type.String({ description: 'ignored: the path names the queue' })),
@@ -38,11 +40,26 @@ const ConfigBody = Type.Object({
   backoff_jitter_ms: Type.Optional(Type.Integer({ minimum: 0, maximum: 3_600_000, description: 'extension: retry backoff jitter in ms (default 500)' })),
   concurrency_limit: Type.Optional(nullable(Type.Integer({ minimum: 1, maximum: 100_000, description: 'extension: most jobs processing at once across all workers; null removes the limit' }))),
   concurrency_key_limit: Type.Optional(nullable(Type.Integer({ minimum: 1, maximum: 100_000, description: 'extension: most jobs processing at once per concurrency_key (jobs without a key are not limited by it); null removes the limit' }))),
+  fairness: Type.Optional(nullable(Type.Literal('round_robin', { description: 'extension: claims take turns across the fairness_key values with claimable work instead of oldest first (docs/jobs-api.md "Fair share"); null turns it off' }))),
+  fairness_weights: Type.Optional(nullable(Type.Array(Type.Object({
+    key: FairnessKey,
+    weight: Type.Integer({ minimum: 1, maximum: 100 }),
+  }, { additionalProperties: false }), { maxItems: FAIRNESS_WEIGHTS_MAX, description: 'extension: jobs per turn of a fairness key (keys not listed get 1); a list, not an object, because clients rewrite the case of object keys; null clears it' }))),
 });
 type ConfigBody = Static<typeof ConfigBody>;
 
 const PauseBody = Type.Object({ reason: Type.Optional(nullable(Type.String({ maxLength: 500 }))) });
 type PauseBody = Static<typeof PauseBody>;
+
+/** The wire's list of weights as the key → weight object the engine keeps; a key listed twice is refused. */
+function weightsByKey(list: { key: string; weight: number }[]): Record<string, number> {
+  const weights: Record<string, number> = {};
+  list.forEach(({ key, weight }, index) => {
+    if (Object.hasOwn(weights, key)) throw new ValidationError(`fairness_weights/${index}/key: "${key}" is listed twice`, { field: `fairness_weights/${index}/key` });
+    weights[key] = weight;
+  });
+  return weights;
+}
 
 const notConfigured = (name: string) => new NotFoundError(`Queue "${name}" has no configuration`, { queue_name: name });
 
@@ -99,6 +116,8 @@ export function queueRoutes(app: FastifyInstance, ctx: AppContext): void {
       backoffJitterMs: body.backoff_jitter_ms,
       concurrencyLimit: body.concurrency_limit,
       concurrencyKeyLimit: body.concurrency_key_limit,
+      fairness: body.fairness,
+      fairnessWeights: body.fairness_weights === undefined ? undefined : body.fairness_weights === null ? null : weightsByKey(body.fairness_weights),
     });
     return queueConfigToWire(row);
   });

@@ -9,6 +9,8 @@ export const TimeoutSeconds = Type.Integer({ minimum: LIMITS.timeoutSecondsMin, 
 export const IdempotencyKey = Type.String({ minLength: 1, maxLength: LIMITS.idempotencyKeyMax });
 /** A job's concurrency_key (extension): jobs with one count against the queue's concurrency_key_limit. */
 export const ConcurrencyKey = Type.String({ minLength: 1, maxLength: LIMITS.concurrencyKeyMax });
+/** A job's fairness_key (extension): the key whose turn it waits for in a queue with fair share. */
+export const FairnessKey = Type.String({ minLength: 1, maxLength: LIMITS.concurrencyKeyMax });
 export const DateTime = Type.String({ format: 'date-time' });
 export const Tags = Type.Record(Type.String(), Type.Unknown());
 export const IdParams = Type.Object({ id: Type.String() });

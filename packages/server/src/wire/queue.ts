@@ -25,6 +25,8 @@ export const QueueConfigSchema = Type.Object({
   concurrency_limit: Type.Union([Type.Integer(), Type.Null()], { description: 'extension: most jobs processing at once across all workers; null means no limit' }),
   rate_limit_burst: Type.Union([Type.Integer(), Type.Null()], { description: 'extension: the rate limit\'s token bucket size; null means the default, a tenth of rate_limit (at least 1)' }),
   concurrency_key_limit: Type.Union([Type.Integer(), Type.Null()], { description: 'extension: most jobs processing at once per concurrency_key; null means no limit' }),
+  fairness: Type.Union([Type.Literal('round_robin'), Type.Null()], { description: 'extension: claims take turns across fairness keys; null means oldest first' }),
+  fairness_weights: Type.Union([Type.Array(Type.Object({ key: Type.String(), weight: Type.Integer() })), Type.Null()], { description: 'extension: jobs per turn of a fairness key (others get 1), by key' }),
   default_timeout_enforced: Type.Boolean({ description: 'extension: default_timeout was set through the config, so the server enforces it on the jobs that take it; false for the built-in default, which only the SDK enforces' }),
   configured: Type.Boolean({ description: 'extension: false when the queue has jobs but no config row; the fields are then its defaults and `id` is derived from the name' }),
 });
@@ -85,6 +87,8 @@ export function queueConfigToWire(row: QueueConfigRow, configured = true): Recor
     concurrency_limit: row.concurrency_limit,
     rate_limit_burst: row.rate_limit_burst,
     concurrency_key_limit: row.concurrency_key_limit,
+    fairness: row.fairness,
+    fairness_weights: row.fairness_weights === null ? null : Object.entries(row.fairness_weights).sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)).map(([key, weight]) => ({ key, weight })),
     default_timeout_enforced: row.default_timeout_set,
     configured,
   };

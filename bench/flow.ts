@@ -15,12 +15,17 @@
  * concurrency_key_limit of 1, against the queue without keys or limit,
  * alternated in the same run; the goal is ≥ 0.8×.
  *
+ * F3, fair share: the same alternated drain with every job carrying one of
+ * 100 fairness keys on a round-robin queue, against the plain queue (goal
+ * ≥ 0.8×); and, claimed 10 at a time, how many jobs go out before the last
+ * of 10 jobs of one key enqueued after 100,000 of another (goal ≤ 200).
+ *
  * Writes bench/results/flow.json and bench/results/flow.md (copied into
  * BENCHMARKS.md, "Flow control").
  */
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { loadavg } from 'node:os';
-import { jobInsertMany, queueConfigUpsert } from '@spool/engine';
+import { jobClaim, jobInsertMany, queueConfigUpsert } from '@spool/engine';
 import { startScratchPostgres } from '../test-support/scratch-postgres.js';
 import { SpoolSystem } from './systems/spool.js';
 
@@ -86,28 +91,54 @@ interface KeyedResult {
 
 const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
 
-async function keyedDrain(sys: SpoolSystem, jobs: number, reps: number): Promise<KeyedResult> {
+type DrainMode = 'plain' | 'keyed' | 'fair';
+
+/** Alternated drains of `jobs` by one worker process: the plain queue against `mode`. */
+async function comparedDrain(sys: SpoolSystem, jobs: number, reps: number, mode: Exclude<DrainMode, 'plain'>): Promise<KeyedResult> {
   const plainPerS: number[] = [];
   const keyedPerS: number[] = [];
   for (let rep = 0; rep < reps; rep++) {
-    for (const keyed of [false, true]) {
+    for (const m of ['plain', mode] as const) {
       await sys.reset();
-      await queueConfigUpsert(sys.db, sys.organizationId, QUEUE, { concurrencyKeyLimit: keyed ? 1 : null });
+      await queueConfigUpsert(sys.db, sys.organizationId, QUEUE, { concurrencyKeyLimit: m === 'keyed' ? 1 : null, fairness: m === 'fair' ? 'round_robin' : null });
       for (let offset = 0; offset < jobs; offset += 1000) {
         await jobInsertMany(sys.db, Array.from({ length: Math.min(1000, jobs - offset) }, (_, k) => ({
-          organizationId: sys.organizationId, queueName: QUEUE, payload: { i: offset + k }, concurrencyKey: keyed ? `key-${offset + k}` : null,
+          organizationId: sys.organizationId, queueName: QUEUE, payload: { i: offset + k },
+          concurrencyKey: m === 'keyed' ? `key-${offset + k}` : null,
+          fairnessKey: m === 'fair' ? `tenant-${(offset + k) % 100}` : null,
         })));
       }
       const perS = await sys.drain(jobs, 1);
-      (keyed ? keyedPerS : plainPerS).push(perS);
-      console.error(`[flow]   ${keyed ? 'distinct keys, limit 1' : 'no keys'}: ${perS.toFixed(0)} jobs/s`);
+      (m === 'plain' ? plainPerS : keyedPerS).push(perS);
+      console.error(`[flow]   ${m}: ${perS.toFixed(0)} jobs/s`);
     }
   }
-  await queueConfigUpsert(sys.db, sys.organizationId, QUEUE, { concurrencyKeyLimit: null });
+  await queueConfigUpsert(sys.db, sys.organizationId, QUEUE, { concurrencyKeyLimit: null, fairness: null });
   return { jobs, plainPerS, keyedPerS, ratio: median(keyedPerS) / median(plainPerS) };
 }
 
-function render(results: RateResult[], keyed: KeyedResult, context: { command: string; startedAt: Date; load: string }): string {
+/** Jobs claimed, 10 at a time, until the last of 10 jobs of a key enqueued after `ahead` of another. */
+async function starvation(sys: SpoolSystem, ahead: number): Promise<number> {
+  await sys.reset();
+  await queueConfigUpsert(sys.db, sys.organizationId, QUEUE, { fairness: 'round_robin' });
+  for (let offset = 0; offset < ahead; offset += 1000) {
+    await jobInsertMany(sys.db, Array.from({ length: Math.min(1000, ahead - offset) }, (_, k) => ({ organizationId: sys.organizationId, queueName: QUEUE, payload: { i: offset + k }, fairnessKey: 'big' })));
+  }
+  await jobInsertMany(sys.db, Array.from({ length: 10 }, (_, k) => ({ organizationId: sys.organizationId, queueName: QUEUE, payload: { k }, fairnessKey: 'small' })));
+  await sys.db.query('ANALYZE spool.jobs');
+  let claimed = 0;
+  let small = 0;
+  while (small < 10) {
+    const jobs = await jobClaim(sys.db, { organizationId: sys.organizationId, queueName: QUEUE, workerId: 'bench', limit: 10, leaseSeconds: 300 });
+    if (jobs.length === 0) throw new Error('the queue ran dry before the small key\'s jobs were claimed');
+    claimed += jobs.length;
+    small += jobs.filter((job) => job.fairness_key === 'small').length;
+  }
+  await queueConfigUpsert(sys.db, sys.organizationId, QUEUE, { fairness: null });
+  return claimed;
+}
+
+function render(results: RateResult[], keyed: KeyedResult, fair: KeyedResult, starved: { ahead: number; claimed: number }, context: { command: string; startedAt: Date; load: string }): string {
   const out = [
     '## Flow control',
     '',
@@ -136,7 +167,17 @@ function render(results: RateResult[], keyed: KeyedResult, context: { command: s
     '| --- | --- | --- |',
     `| no keys | ${median(keyed.plainPerS).toFixed(0)} | ${list(keyed.plainPerS)} |`,
     `| distinct keys, limit 1 | ${median(keyed.keyedPerS).toFixed(0)} | ${list(keyed.keyedPerS)} |`,
-    `| ratio | ${keyed.ratio.toFixed(2)}× | |`);
+    `| ratio | ${keyed.ratio.toFixed(2)}× | |`,
+    '',
+    `F3: the same alternated drain with every job carrying one of 100 \`fairness_key\` values on a queue with \`fairness: "round_robin"\` (goal ≥ 0.80×); ` +
+      `then ${starved.ahead.toLocaleString('en-US')} jobs of one key followed by 10 of another, claimed 10 at a time in process: ` +
+      `the last of the 10 went out with job ${starved.claimed} (goal ≤ 200; oldest first it would be ${(starved.ahead + 10).toLocaleString('en-US')}).`,
+    '',
+    '| drain | jobs/s (median) | runs |',
+    '| --- | --- | --- |',
+    `| no keys | ${median(fair.plainPerS).toFixed(0)} | ${list(fair.plainPerS)} |`,
+    `| 100 fairness keys, round robin | ${median(fair.keyedPerS).toFixed(0)} | ${list(fair.keyedPerS)} |`,
+    `| ratio | ${fair.ratio.toFixed(2)}× | |`);
   return out.join('\n');
 }
 
@@ -157,12 +198,18 @@ export async function runFlow(): Promise<void> {
       results.push(r);
     }
     console.error('[flow] F2 concurrency keys');
-    const keyed = await keyedDrain(sys, quick ? 3_000 : 20_000, quick ? 1 : 3);
+    const keyed = await comparedDrain(sys, quick ? 3_000 : 20_000, quick ? 1 : 3, 'keyed');
     console.error(`[flow]   keyed ÷ plain ${keyed.ratio.toFixed(2)}×`);
+    console.error('[flow] F3 fair share');
+    const fair = await comparedDrain(sys, quick ? 3_000 : 20_000, quick ? 1 : 3, 'fair');
+    console.error(`[flow]   fair ÷ plain ${fair.ratio.toFixed(2)}×`);
+    const ahead = quick ? 10_000 : 100_000;
+    const starved = { ahead, claimed: await starvation(sys, ahead) };
+    console.error(`[flow]   10 jobs behind ${ahead}: all claimed within ${starved.claimed}`);
     const out = new URL('./results/', import.meta.url);
     mkdirSync(out, { recursive: true });
-    writeFileSync(new URL('flow.json', out), JSON.stringify({ startedAt, quick, load, results, keyed }, null, 2) + '\n');
-    writeFileSync(new URL('flow.md', out), render(results, keyed, { command: `npm run bench -- ${argv.join(' ')}`, startedAt, load }) + '\n');
+    writeFileSync(new URL('flow.json', out), JSON.stringify({ startedAt, quick, load, results, keyed, fair, starved }, null, 2) + '\n');
+    writeFileSync(new URL('flow.md', out), render(results, keyed, fair, starved, { command: `npm run bench -- ${argv.join(' ')}`, startedAt, load }) + '\n');
     console.error('[flow] wrote bench/results/flow.json and bench/results/flow.md');
   } finally {
     await sys.teardown().catch((err) => console.error('[flow] teardown', err));

@@ -216,8 +216,11 @@ describe('WebSocket /api/v1/ws', () => {
       await next((m) => m.type === 'Ping');
       ws.send(JSON.stringify({ type: 'subscribe', requestId: 'r1', queue: 'ws-py' }));
       assert.deepEqual(await next((m) => m.requestId === 'r1'), { type: 'subscribed', requestId: 'r1', queue: 'ws-py', job_id: null });
-      const wanted = await createJob('ws-py');
+      // The other queue's job first: events come in order, so once the wanted
+      // one is here the skipped one has been passed over (and not merely
+      // delayed until after the unsubscribe below, which lets every event in).
       const skipped = await createJob('ws-py-other');
+      const wanted = await createJob('ws-py');
       assert.equal((await next((m) => m.type === 'JobCreated')).data.job_id, wanted, 'the subscription took effect');
       ws.send(JSON.stringify({ command: 'PING', requestId: 'r2' }));
       assert.equal((await next((m) => m.requestId === 'r2')).type, 'pong');

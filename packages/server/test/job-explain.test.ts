@@ -254,6 +254,15 @@ describe('GET /jobs/{id}/explain', () => {
     assert.deepEqual([cancelled.status, cancelled.runnable, codes(cancelled)], ['cancelled', false, ['cancelled']]);
   });
 
+  it('is in the OpenAPI document with its reason codes', async () => {
+    const docs = await server.request('GET', '/docs/json', { auth: null });
+    assert.equal(docs.status, 200);
+    const op = docs.body.paths['/api/v1/jobs/{id}/explain']?.get;
+    assert.ok(op, Object.keys(docs.body.paths).filter((p: string) => p.includes('/jobs/')).join(', '));
+    const schema = JSON.stringify(op.responses['200']);
+    for (const code of ['queue_paused', 'rate_limited', 'blocked_by_failed_dependency', 'queued_behind']) assert.ok(schema.includes(code), code);
+  });
+
   it('answers 404 for unknown ids, malformed ids and other organizations\' jobs', async () => {
     const id = await enqueue(server, { queue_name: 'explain-404' });
     const other = await server.createOrganization();

@@ -14,7 +14,7 @@
 -- order, so neither can drift from what a claim takes. The counts that cost
 -- a scan are guarded by a CASE, and a subplan in a branch not taken is never
 -- run: a queue without a concurrency_limit counts nothing, and `ahead` is
--- counted only for a claimable job, up to $3 rows (jobs_claim_idx order).
+-- counted only for a claimable job, up to $3 rows.
 --
 -- Liveness of workers follows the worker-liveness service: a worker that is
 -- not offline and heartbeated within its silence window ($4 ms).
@@ -73,12 +73,25 @@ SELECT f.*,
          WHERE w.organization_id = $1 AND w.last_heartbeat > now() - make_interval(secs => $4::float8 / 1000)
            AND w.status <> 'offline'
            AND (w.queue_name = f.queue_name OR f.queue_name = ANY (w.queue_names))) AS live_workers,
-       CASE WHEN f.claimable THEN (
+       -- Two ranges of jobs_claim_idx, higher priorities and the job's own
+       -- priority before it, each an index range that stops at the job: one
+       -- OR over both would be a filter, read to the end of the queue. The
+       -- ORDER BY is the index's, so the LIMIT is read from it (without it
+       -- the planner, not knowing the priority, took a sequential scan).
+       CASE WHEN f.claimable THEN least($3::int, (
          SELECT count(*)::int FROM (
            SELECT 1 FROM spool.claimable_jobs c
-           WHERE c.organization_id = $1 AND c.queue_name = f.queue_name
-             AND (c.priority > f.priority OR (c.priority = f.priority AND (c.created_at, c.id) < (f.created_at, f.id)))
+           WHERE c.organization_id = $1 AND c.queue_name = f.queue_name AND c.priority > f.priority
+           ORDER BY c.priority DESC, c.created_at, c.id
            LIMIT $3
-         ) a
-       ) END AS ahead
+         ) higher
+       ) + (
+         SELECT count(*)::int FROM (
+           SELECT 1 FROM spool.claimable_jobs c
+           WHERE c.organization_id = $1 AND c.queue_name = f.queue_name AND c.priority = f.priority
+             AND (c.created_at, c.id) < (f.created_at, f.id)
+           ORDER BY c.priority DESC, c.created_at, c.id
+           LIMIT $3
+         ) same
+       )) END AS ahead
 FROM facts f;

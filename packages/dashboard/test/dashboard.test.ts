@@ -191,6 +191,25 @@ describe('dashboard', { timeout: 180_000 }, () => {
     d.assertNoConsoleErrors();
   });
 
+  it("explains why a job of a paused queue is not running, and updates when the queue resumes", async () => {
+    await api('POST', '/queues/why-q/pause', { reason: 'db migration' });
+    const { id } = await api('POST', '/jobs', { queue_name: 'why-q', payload: {}, scheduled_at: new Date(Date.now() + 3_600_000).toISOString() });
+    const d = await signedIn(`/jobs/${id}`);
+    const { page } = d;
+    await heading(page, `Job ${id.slice(-8)}`);
+    const panel = page.getByTestId('job-explain');
+    await panel.getByRole('heading', { name: "Why isn't it running?" }).waitFor();
+    const paused = panel.locator('[data-code="queue_paused"]');
+    await paused.getByText(/Queue "why-q" is paused since .*db migration.*resume it with POST \/api\/v1\/queues\/why-q\/resume/).waitFor();
+    await panel.locator('[data-code="scheduled"]').getByTestId('explain-until').getByText(/^until .*\(in /).waitFor();
+    await waitForLive(page);
+    await d.screenshot('job-explain');
+    await api('POST', '/queues/why-q/resume');
+    await paused.waitFor({ state: 'detached' });
+    assert.equal(await panel.getAttribute('data-runnable'), 'false', 'still scheduled');
+    d.assertNoConsoleErrors();
+  });
+
   it('creates a schedule with a live preview of its next fire times', async () => {
     const d = await signedIn('/schedules');
     const { page } = d;

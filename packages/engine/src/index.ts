@@ -60,3 +60,4 @@ export * from './services/incoming-delivery-pruner.js';
 export * from './ops/database-doctor.js';
 export * from './ops/queue-stats-history.js';
 export * from './services/queue-stats-rollup.js';
+export * from './ops/job-explain.js';

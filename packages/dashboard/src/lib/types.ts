@@ -46,6 +46,25 @@ export interface HistoryEntry {
   created_at: string;
 }
 
+/** Extension: one reason of GET /jobs/{id}/explain; details besides these vary by code. */
+export interface ExplainReason {
+  code: string;
+  message: string;
+  /** False for hints (no live workers, the place in line). */
+  blocking: boolean;
+  until?: string;
+  [detail: string]: unknown;
+}
+
+/** Extension: why a job is not running (GET /jobs/{id}/explain). */
+export interface JobExplanation {
+  job_id: string;
+  status: JobStatus;
+  runnable: boolean;
+  reasons: ExplainReason[];
+  checked_at: string;
+}
+
 /** Extension: what a job's worker last reported (GET /jobs/{id}/progress). */
 export interface JobProgress {
   percent: number | null;

@@ -8,7 +8,7 @@ import { api, ApiError, errorMessage } from '../lib/api';
 import { formatDuration, formatRelative, formatTime, shortId } from '../lib/format';
 import { onLiveEvent } from '../lib/events';
 import { useLiveRefresh, useNow, useResource } from '../lib/hooks';
-import type { HistoryEntry, Job, JobLogLine, JobProgress } from '../lib/types';
+import type { HistoryEntry, Job, JobExplanation, JobLogLine, JobProgress } from '../lib/types';
 
 /** Events that report on a running job without changing it: the page updates its progress and log from them. */
 const REPORT_EVENTS = new Set(['job.progress', 'job.log']);
@@ -161,6 +161,67 @@ function Reports({ id, running }: { id: string; running: boolean }): JSX.Element
   );
 }
 
+/** Short labels for the explanation's reason codes; unknown codes show as they are. */
+const REASON_LABELS: Record<string, string> = {
+  queue_paused: 'Queue paused',
+  scheduled: 'Scheduled',
+  in_backoff: 'Retry backoff',
+  rate_limited: 'Rate limited',
+  concurrency_limit: 'Concurrency limit',
+  concurrency_key_full: 'Key at its limit',
+  dependencies_pending: 'Waiting for dependencies',
+  blocked_by_failed_dependency: 'Dependency failed',
+  expired: 'Expired',
+  no_live_workers: 'No live workers',
+  queued_behind: 'In line',
+  not_claimable: 'Not claimable',
+};
+
+/**
+ * "Why isn't it running?" for a job that waits (extension: GET
+ * /jobs/{id}/explain): read again when the job changes, when its queue is
+ * paused or resumed, and every 10 s while live (rate and concurrency limits
+ * change with other jobs). A server without the endpoint shows nothing.
+ */
+function Explanation({ job, now }: { job: Job; now: number }): JSX.Element | null {
+  const explanation = useResource((signal) => api<JobExplanation>('GET', `/jobs/${encodeURIComponent(job.id)}/explain`, { signal }), [job.id]);
+  const changed = `${job.status}:${job.updated_at}`;
+  const seen = useRef(changed);
+  useEffect(() => {
+    if (seen.current === changed) return;
+    seen.current = changed;
+    explanation.reload();
+  }, [changed]);
+  useLiveRefresh(explanation.reload, {
+    when: (e) => e.data.job_id === job.id || ((e.type === 'queue.paused' || e.type === 'queue.resumed') && e.data.queue_name === job.queue_name),
+    livePollMs: 10_000,
+    pollMs: 10_000,
+  }, [job.id, job.queue_name]);
+  const e = explanation.data;
+  if (!e) {
+    if (explanation.error instanceof ApiError && explanation.error.missingEndpoint) return null;
+    return <section class="card" data-testid="job-explain"><h2>Why isn't it running?</h2>{explanation.error ? <ErrorState error={explanation.error} what="The explanation" retry={explanation.reload} /> : <Loading />}</section>;
+  }
+  return (
+    <section class="card" data-testid="job-explain" data-runnable={String(e.runnable)}>
+      <h2>Why isn't it running?</h2>
+      <p class={e.runnable ? 'explain-summary explain-runnable' : 'explain-summary'}>
+        {e.runnable ? 'A claim on its queue can take it now.' : 'No claim can take it right now.'}
+      </p>
+      <ul class="explain-reasons">
+        {e.reasons.map((r) => (
+          <li key={r.code} data-code={r.code} class={r.blocking ? 'explain-blocking' : 'explain-hint'}>
+            <span class={`badge ${r.blocking ? 'badge-failed' : 'badge-pending'}`}>{REASON_LABELS[r.code] ?? r.code}</span>
+            <span class="explain-message">{r.message}</span>
+            {r.until ? <span class="muted small explain-until" data-testid="explain-until">until {formatTime(r.until)} ({formatRelative(r.until, now)})</span> : null}
+          </li>
+        ))}
+      </ul>
+      <p class="muted small">Checked {formatTime(e.checked_at)}</p>
+    </section>
+  );
+}
+
 function PriorityForm({ job, onDone }: { job: Job; onDone: () => void }): JSX.Element {
   const [value, setValue] = useState(String(job.priority));
   const [busy, setBusy] = useState(false);
@@ -238,6 +299,7 @@ export function JobDetail({ id }: { id: string }): JSX.Element {
         <StatusBadge status={j.status} />
       </PageHeader>
       <Actions job={j} reload={job.reload} />
+      {j.status === 'pending' || j.status === 'scheduled' ? <Explanation job={j} now={now} /> : null}
       <div class="detail-grid">
         <section class="card">
           <h2>Details</h2>

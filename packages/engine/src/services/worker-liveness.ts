@@ -2,6 +2,9 @@ import type { Db } from '../db.js';
 import { workerMarkOffline } from '../ops/retention.js';
 import { LoopService, type LoopServiceOptions } from './service.js';
 
+/** How long a worker may go without a heartbeat before it counts as offline (docs/compatibility.md §3.5). */
+export const WORKER_SILENCE_MS_DEFAULT = 120_000;
+
 export interface WorkerLivenessOptions extends Partial<LoopServiceOptions> {
   /** A worker without a heartbeat for this long is offline. Default 2 min (docs/compatibility.md §3.5). */
   silenceMs?: number;
@@ -23,7 +26,7 @@ export class WorkerLiveness extends LoopService {
   constructor(db: Db, options: WorkerLivenessOptions = {}) {
     super({ idleMs: options.idleMs ?? 15_000, errorDelayMs: options.errorDelayMs, startDelayMs: options.startDelayMs ?? 5_000, log: options.log });
     this.#db = db;
-    this.#silenceMs = options.silenceMs ?? 120_000;
+    this.#silenceMs = options.silenceMs ?? WORKER_SILENCE_MS_DEFAULT;
     this.#batchSize = options.batchSize ?? 100;
   }
 

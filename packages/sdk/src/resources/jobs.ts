@@ -174,6 +174,58 @@ export interface AddDependenciesResult {
   dependenciesMet: boolean;
 }
 
+/** Spool extension: a reason code of `jobs.explain` (docs/jobs-api.md, "Explain"). */
+export type JobExplainCode =
+  | 'queue_paused' | 'scheduled' | 'in_backoff' | 'rate_limited' | 'concurrency_limit' | 'concurrency_key_full'
+  | 'dependencies_pending' | 'blocked_by_failed_dependency' | 'expired' | 'no_live_workers' | 'leased' | 'queued_behind'
+  | 'finished' | 'dead_lettered' | 'failed' | 'cancelled' | 'not_claimable';
+
+/** One reason a job is (not) running; besides the common fields, only the details of its code are present. */
+export interface JobExplainReason {
+  code: JobExplainCode;
+  /** What holds the job, in plain words, and what to do next. */
+  message: string;
+  /** False for hints (`no_live_workers`, `queued_behind`), which do not stop a claim. */
+  blocking: boolean;
+  /** When the reason ends by itself (scheduled, in_backoff, rate_limited, leased). */
+  until?: string;
+  queueName?: string;
+  pausedAt?: string | null;
+  pauseReason?: string | null;
+  retryCount?: number;
+  maxRetries?: number;
+  lastError?: string | null;
+  completedAt?: string | null;
+  expiresAt?: string;
+  workerId?: string | null;
+  cancelRequested?: boolean;
+  dependencyMode?: 'all' | 'any';
+  /** Dependencies not completed (`status` null: the job was deleted). */
+  dependencies?: { jobId: string; status: JobStatus | null }[];
+  waitingCount?: number;
+  limit?: number;
+  running?: number;
+  concurrencyKey?: string;
+  rateLimit?: number;
+  burst?: number;
+  tokensAvailable?: number;
+  /** Claimable jobs ahead in claim order, counted up to 10,000 (`aheadCapped`). */
+  ahead?: number;
+  aheadCapped?: boolean;
+}
+
+/** Spool extension: why a job is not running (GET /jobs/{id}/explain). */
+export interface JobExplanation {
+  jobId: string;
+  queueName: string;
+  status: JobStatus;
+  /** A claim on the job's queue right now could take it. */
+  runnable: boolean;
+  reasons: JobExplainReason[];
+  /** The server's time the facts are from. */
+  checkedAt: string;
+}
+
 // ---- worker protocol ----
 
 export interface ClaimParams {
@@ -322,6 +374,15 @@ export class JobsResource extends Resource {
 
   get<P = Json, R = Json>(id: string, options?: CallOptions): Promise<Job<P, R>> {
     return this.call({ method: 'GET', path: `/api/v1/jobs/${seg(id)}` }, options);
+  }
+
+  /**
+   * Spool extension: why the job is not running: whether a claim could take
+   * it now, and each reason with what to do next. Reads only. 404 from
+   * servers without it (NotFoundError), as for an unknown job.
+   */
+  explain(id: string, options?: CallOptions): Promise<JobExplanation> {
+    return this.call({ method: 'GET', path: `/api/v1/jobs/${seg(id)}/explain` }, options);
   }
 
   /**

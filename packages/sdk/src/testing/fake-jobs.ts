@@ -30,6 +30,8 @@ import type {
   JobProgress,
   ProgressParams,
   JobDependencies,
+  JobExplainReason,
+  JobExplanation,
   JobStats,
   JobStatusInfo,
   JobSummary,
@@ -205,6 +207,35 @@ export class FakeJobs implements JobsApi {
   async getDependencies(id: string): Promise<JobDependencies> {
     const job = this.find(id);
     return { jobId: id, status: job.status, dependenciesMet: true, dependencies: [], dependents: [] };
+  }
+
+  /**
+   * The server's explanation for what the fake simulates: schedules,
+   * expiry, leases, finished states and the place in line (no queue config,
+   * workers or dependencies, so none of their reasons).
+   */
+  async explain(id: string): Promise<JobExplanation> {
+    const job = this.find(id);
+    const now = this.#now().toISOString();
+    const reasons: JobExplainReason[] = [];
+    const add = (code: JobExplainReason['code'], blocking: boolean, message: string, extra: Partial<JobExplainReason> = {}) => reasons.push({ code, message, blocking, ...extra });
+    switch (job.status) {
+      case 'completed': add('finished', true, 'It completed: there is nothing left to run.', { completedAt: job.completedAt }); break;
+      case 'deadletter': add('dead_lettered', true, `It was dead-lettered (last error: ${job.lastError}). Retry it with POST /api/v1/jobs/${id}/retry.`, { lastError: job.lastError }); break;
+      case 'failed': add('failed', true, `It failed for good (last error: ${job.lastError}). Retry it with POST /api/v1/jobs/${id}/retry.`, { lastError: job.lastError }); break;
+      case 'cancelled': add('cancelled', true, 'It was cancelled and will not run.'); break;
+      case 'processing': add('leased', true, `It is running on worker "${job.assignedWorkerId}".`, { until: job.leaseExpiresAt!, workerId: job.assignedWorkerId }); break;
+      default:
+        if (job.expiresAt !== null && job.expiresAt <= now) add('expired', true, `Its expires_at (${job.expiresAt}) passed before a worker started it.`, { expiresAt: job.expiresAt });
+        if (job.scheduledAt !== null && job.scheduledAt > now) add('scheduled', true, `It is scheduled for ${job.scheduledAt}.`, { until: job.scheduledAt });
+    }
+    const due = this.due(job.queueName);
+    const runnable = reasons.length === 0 && due.includes(job);
+    if (runnable) {
+      const ahead = due.indexOf(job);
+      add('queued_behind', false, ahead === 0 ? 'It can be claimed now and is next in line.' : `It can be claimed now; ${ahead} jobs are ahead of it.`, { queueName: job.queueName, ahead, aheadCapped: false });
+    }
+    return { jobId: id, queueName: job.queueName, status: job.status, runnable, reasons, checkedAt: now };
   }
 
   async addDependencies(): Promise<AddDependenciesResult> {

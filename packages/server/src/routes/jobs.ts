@@ -5,6 +5,7 @@ import {
   JOB_ORDER_COLUMNS,
   isUuid,
   jobCancelMany,
+  jobExplain,
   jobGet,
   jobList,
   jobRetryMany,
@@ -24,6 +25,7 @@ import { ATTR_MESSAGING_MESSAGE_ID, startEnqueueSpan } from '../trace-spans.js';
 import { assertWebhookTarget, webhookPolicy } from '../webhooks/ssrf.js';
 import { ConcurrencyKey, DateTime, FairnessKey, IdempotencyKey, IdParams, MaxRetries, Priority, QueueName, Tags, TimeoutSeconds, jsonBytes, nullable } from '../wire/common.js';
 import { JobSchema, JobSummarySchema, jobSummaryToWire, jobToWire } from '../wire/job.js';
+import { JobExplanationSchema } from '../wire/job-explain.js';
 
 /** Extension: the W3C trace context of the enqueuer, checked strictly in code (protocol trace-context.ts) for precise messages. */
 export const TraceparentField = Type.String({
@@ -224,6 +226,22 @@ export function jobRoutes(app: FastifyInstance, ctx: AppContext): void {
     config: { operation: 'job.read', addresses: 'job' },
     schema: { tags: ['jobs'], summary: 'Get a job', params: IdParams, response: { 200: JobSchema } },
   }, async (request) => jobToWire(await loadJob(ctx, grantOf(request).organizationId, request.params.id)));
+
+  app.get<{ Params: { id: string } }>('/jobs/:id/explain', {
+    config: { operation: 'job.read', addresses: 'job' },
+    schema: {
+      tags: ['jobs'],
+      summary: 'Why a job is not running (extension): runnable, and the reasons with what to do next',
+      description: 'Reads only (no rate-limit token is taken). Codes: docs/jobs-api.md, "Explain".',
+      params: IdParams,
+      response: { 200: JobExplanationSchema },
+    },
+  }, async (request) => {
+    const grant = grantOf(request);
+    const explanation = await jobExplain(ctx.db, grant.organizationId, request.params.id, { canSee: (queue) => grant.allows(queue) });
+    if (!explanation) throw new NotFoundError('Job not found', { job_id: request.params.id });
+    return explanation;
+  });
 
   app.delete<{ Params: { id: string } }>('/jobs/:id', {
     config: { operation: 'job.cancel', addresses: 'job' },

@@ -1,0 +1,97 @@
+-- Why a job is not running: every fact GET /jobs/{id}/explain needs, in one
+-- statement, so they all come from one snapshot and one now() (a job that
+-- changes between two reads would be explained by facts that never held
+-- together). job-explain.ts turns the facts into reasons.
+--
+-- Read-only on purpose: nothing is locked, and the token bucket is refilled
+-- here only in arithmetic, as queue-lock-capped.sql would refill it, never
+-- written back (writing it would move rate_refilled_at and so change what the
+-- next claim gets). It can therefore disagree by a token with a claim running
+-- at the same moment.
+--
+-- `claimable` asks spool.claimable_jobs, the claim's own predicate
+-- (migrations 015, 028), and `ahead` counts the same view in the claim's
+-- order, so neither can drift from what a claim takes. The counts that cost
+-- a scan are guarded by a CASE, and a subplan in a branch not taken is never
+-- run: a queue without a concurrency_limit counts nothing, and `ahead` is
+-- counted only for a claimable job, up to $3 rows.
+--
+-- Liveness of workers follows the worker-liveness service: a worker that is
+-- not offline and heartbeated within its silence window ($4 ms).
+WITH job AS (
+  SELECT j.id, j.queue_name, j.status, j.priority, j.created_at, j.scheduled_at, j.expires_at,
+         j.in_backoff, j.retry_count, j.max_retries, j.last_error, j.completed_at,
+         j.dependencies_met, j.dependency_mode, j.concurrency_key,
+         j.assigned_worker_id, j.lease_expires_at, j.cancel_requested_at
+  FROM spool.jobs j
+  WHERE j.organization_id = $1 AND j.id = $2
+),
+facts AS (
+  SELECT job.*,
+         EXISTS (SELECT 1 FROM spool.claimable_jobs c WHERE c.organization_id = $1 AND c.id = job.id) AS claimable,
+         q.id IS NOT NULL AS configured,
+         coalesce(q.enabled, true) AS enabled, q.paused_at, q.pause_reason,
+         q.rate_limit,
+         coalesce(q.rate_limit_burst, greatest(1, ceil(q.rate_limit / 10.0)))::int AS rate_burst,
+         q.rate_tokens, q.rate_refilled_at,
+         q.concurrency_limit, q.concurrency_key_limit
+  FROM job
+  LEFT JOIN spool.queue_config q ON q.organization_id = $1 AND q.queue_name = job.queue_name
+)
+SELECT f.*,
+       now() AS checked_at,
+       -- Same refill as queue-lock-capped.sql's bucket, at this statement's time.
+       CASE WHEN f.rate_limit IS NOT NULL THEN
+         least(f.rate_burst::float8,
+               coalesce(f.rate_tokens + greatest(0, extract(epoch FROM now() - f.rate_refilled_at)) * f.rate_limit, f.rate_burst))
+       END AS rate_available,
+       CASE WHEN f.concurrency_limit IS NOT NULL THEN (
+         SELECT count(*)::int FROM spool.jobs p
+         WHERE p.organization_id = $1 AND p.queue_name = f.queue_name AND p.status = 'processing'
+       ) END AS processing_count,
+       CASE WHEN f.concurrency_key_limit IS NOT NULL AND f.concurrency_key IS NOT NULL THEN (
+         SELECT count(*)::int FROM spool.jobs p
+         WHERE p.organization_id = $1 AND p.queue_name = f.queue_name AND p.status = 'processing'
+           AND p.concurrency_key = f.concurrency_key
+       ) END AS key_running,
+       -- Dependencies that have not completed (a deleted one has a null status
+       -- and never completes), the first 100 by when they were added.
+       CASE WHEN f.dependencies_met IS FALSE THEN (
+         SELECT json_build_object(
+                  'count', count(*),
+                  'items', coalesce(json_agg(json_build_object('job_id', d.job_id, 'status', d.status, 'queue_name', d.queue_name)
+                                             ORDER BY d.created_at, d.job_id) FILTER (WHERE d.nth <= 100), '[]'::json))
+         FROM (
+           SELECT e.depends_on_job_id AS job_id, p.status, p.queue_name, e.created_at,
+                  row_number() OVER (ORDER BY e.created_at, e.depends_on_job_id) AS nth
+           FROM spool.job_dependencies e
+           LEFT JOIN spool.jobs p ON p.organization_id = e.organization_id AND p.id = e.depends_on_job_id
+           WHERE e.organization_id = $1 AND e.job_id = f.id AND p.status IS DISTINCT FROM 'completed'
+         ) d
+       ) END AS dependencies,
+       (SELECT count(*)::int FROM spool.workers w
+         WHERE w.organization_id = $1 AND w.last_heartbeat > now() - make_interval(secs => $4::float8 / 1000)
+           AND w.status <> 'offline'
+           AND (w.queue_name = f.queue_name OR f.queue_name = ANY (w.queue_names))) AS live_workers,
+       -- Two ranges of jobs_claim_idx, higher priorities and the job's own
+       -- priority before it, each an index range that stops at the job: one
+       -- OR over both would be a filter, read to the end of the queue. The
+       -- ORDER BY is the index's, so the LIMIT is read from it (without it
+       -- the planner, not knowing the priority, took a sequential scan).
+       CASE WHEN f.claimable THEN least($3::int, (
+         SELECT count(*)::int FROM (
+           SELECT 1 FROM spool.claimable_jobs c
+           WHERE c.organization_id = $1 AND c.queue_name = f.queue_name AND c.priority > f.priority
+           ORDER BY c.priority DESC, c.created_at, c.id
+           LIMIT $3
+         ) higher
+       ) + (
+         SELECT count(*)::int FROM (
+           SELECT 1 FROM spool.claimable_jobs c
+           WHERE c.organization_id = $1 AND c.queue_name = f.queue_name AND c.priority = f.priority
+             AND (c.created_at, c.id) < (f.created_at, f.id)
+           ORDER BY c.priority DESC, c.created_at, c.id
+           LIMIT $3
+         ) same
+       )) END AS ahead
+FROM facts f;

@@ -1,4 +1,5 @@
 import assert from 'node:assert/strict';
+import pg from 'pg';
 import { jobClaim, jobInsertMany, type JobRow, type NewJob, type Queryable } from '@spool/engine';
 
 /** Inserts one job and returns its id. */
@@ -60,4 +61,30 @@ export async function waitUntilBlocked(db: Queryable, pids: number[]): Promise<v
     await new Promise((r) => setTimeout(r, 10));
   }
   assert.fail(`the ${pids.length} concurrent statements never all waited on a lock`);
+}
+
+/**
+ * Claims a queue dry from `claimers` pools of one connection each, all at
+ * once, each claim of `limit`. Returns how many jobs were claimed and how
+ * many of them had already gone to another claim (which must be none).
+ */
+export async function claimDryConcurrently(url: string, claimers: number, claim: (pool: pg.Pool, claimer: number) => Promise<JobRow[]>): Promise<{ claimed: number; duplicates: number }> {
+  const pools = Array.from({ length: claimers }, () => new pg.Pool({ connectionString: url, max: 1 }));
+  const seen = new Set<string>();
+  let duplicates = 0;
+  try {
+    await Promise.all(pools.map(async (pool, claimer) => {
+      for (;;) {
+        const jobs = await claim(pool, claimer);
+        if (jobs.length === 0) break;
+        for (const job of jobs) {
+          if (seen.has(job.id)) duplicates += 1;
+          seen.add(job.id);
+        }
+      }
+    }));
+  } finally {
+    await Promise.all(pools.map((pool) => pool.end()));
+  }
+  return { claimed: seen.size, duplicates };
 }

@@ -3,6 +3,7 @@ import { after, before, describe, it } from 'node:test';
 import pg from 'pg';
 import { jobClaim, jobClaimOutcome, jobInsertMany, queueConfigUpsert, queuePause, type JobRow } from '@spool/engine';
 import { createOrganization, createTestDatabase, type TestDatabase } from '../../../test-support/db.js';
+import { claimDryConcurrently } from './helpers.js';
 
 let t: TestDatabase;
 let org: string;
@@ -97,24 +98,8 @@ describe('queue rate_limit', () => {
     const queue = 'rated-exclusive';
     await enqueue(queue, 300);
     await queueConfigUpsert(t.pool, org, queue, { rateLimit: 100_000 });
-    const pools = Array.from({ length: 8 }, () => new pg.Pool({ connectionString: t.url, max: 1 }));
-    const seen = new Set<string>();
-    let duplicates = 0;
-    try {
-      await Promise.all(pools.map(async (pool, w) => {
-        for (;;) {
-          const { jobs } = await claimOf(pool, queue, 7, `w${w}`);
-          if (jobs.length === 0) break;
-          for (const job of jobs) {
-            if (seen.has(job.id)) duplicates += 1;
-            seen.add(job.id);
-          }
-        }
-      }));
-    } finally {
-      await Promise.all(pools.map((pool) => pool.end()));
-    }
+    const { claimed, duplicates } = await claimDryConcurrently(t.url, 8, async (pool, w) => (await claimOf(pool, queue, 7, `w${w}`)).jobs);
     assert.equal(duplicates, 0);
-    assert.equal(seen.size, 300);
+    assert.equal(claimed, 300);
   });
 });

@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { after, before, describe, it, mock } from 'node:test';
 import pg from 'pg';
-import { CLAIM_FLOOR_TTL_MS, jobClaim, jobInsertMany, jobRescueExpired, type JobRow } from '@spool/engine';
+import { CLAIM_FLOOR_TTL_MS, jobClaim, jobInsertMany, jobRescueExpired, queueConfigUpsert, type JobRow } from '@spool/engine';
 import { createOrganization, createTestDatabase, type TestDatabase } from '../../../test-support/db.js';
 import { expireLease } from './helpers.js';
 
@@ -56,11 +56,13 @@ describe('claim floor', () => {
     assert.deepEqual((await claim(queue, 1)).map((job) => job.id), [first]);
   });
 
-  it('drains past the entries of claimed jobs instead of rereading them while a transaction holds back the xmin horizon', async () => {
-    const queue = 'floor-xmin';
+  for (const capped of [false, true]) it(`drains ${capped ? 'a capped queue (a rate limit and a concurrency limit) ' : ''}past the entries of claimed jobs instead of rereading them while a transaction holds back the xmin horizon`, async () => {
+    const queue = capped ? 'floor-xmin-capped' : 'floor-xmin';
     const total = 1000;
     const batch = 50;
     await enqueue(queue, total);
+    // Capped claims take the config row's lock and read the floor in one statement.
+    if (capped) await queueConfigUpsert(t.pool, org, queue, { rateLimit: 100_000, concurrencyLimit: 100_000 });
     // One connection for the claims, so its statistics can be flushed on demand.
     const claimer = new pg.Pool({ connectionString: t.url, max: 1 });
     const holder = new pg.Client({ connectionString: t.url });

@@ -19,6 +19,8 @@
 -- and a scan from the start walks all of them (S7 in BENCHMARKS.md). With no
 -- floor (or a floor job gone), the floor priority is 101, above the range
 -- every job's CHECK allows, and the third range alone is the whole queue.
+-- A capped claim adds the fourth range, the floor's priority up to the
+-- floor, read last (below).
 -- Each range is its own locked subquery because FOR UPDATE cannot apply to
 -- a UNION; Append reads them in order and stops at the LIMIT.
 --
@@ -132,14 +134,17 @@ fair AS MATERIALIZED (
   ORDER BY ord
   LIMIT (SELECT scan FROM room)
 ),
+-- Every range passes over the jobs of full keys (a keyed queue's capped
+-- claims), so they wait without blocking the keys behind them.
 candidates AS (
   SELECT * FROM (
     SELECT *, 0 AS ord FROM (
       SELECT id, priority, created_at, concurrency_key, fairness_key FROM spool.claimable_jobs
       WHERE organization_id = $1 AND queue_name = $2
         AND priority > (SELECT priority FROM floor)
+        AND ((SELECT key_limit FROM room) IS NULL OR concurrency_key IS NULL OR concurrency_key <> ALL ((SELECT keys FROM full_keys)::text[]))
       ORDER BY priority DESC, created_at ASC, id ASC
-      LIMIT (SELECT n FROM room)
+      LIMIT (SELECT scan FROM room)
       FOR UPDATE SKIP LOCKED
     ) higher
     UNION ALL
@@ -148,16 +153,14 @@ candidates AS (
       WHERE organization_id = $1 AND queue_name = $2
         AND priority = (SELECT priority FROM floor)
         AND (created_at, id) > (SELECT created_at, id FROM floor)
+        AND ((SELECT key_limit FROM room) IS NULL OR concurrency_key IS NULL OR concurrency_key <> ALL ((SELECT keys FROM full_keys)::text[]))
       ORDER BY priority DESC, created_at ASC, id ASC
-      LIMIT (SELECT n FROM room)
+      LIMIT (SELECT scan FROM room)
       FOR UPDATE SKIP LOCKED
     ) after_floor
     UNION ALL
     SELECT * FROM fair WHERE (SELECT fair FROM room)
     UNION ALL
-    -- Capped claims come without a floor, so this range is their whole
-    -- queue (a fair claim's is `fair`), and the only one that passes over
-    -- the jobs of full keys (without blocking the keys behind them).
     SELECT *, 0 AS ord FROM (
       SELECT id, priority, created_at, concurrency_key, fairness_key FROM spool.claimable_jobs
       WHERE organization_id = $1 AND queue_name = $2
@@ -167,6 +170,21 @@ candidates AS (
       LIMIT (SELECT CASE WHEN EXISTS (SELECT 1 FROM fair_top) THEN 0 ELSE scan END FROM room)
       FOR UPDATE SKIP LOCKED
     ) lower
+    UNION ALL
+    -- A capped claim also reads the floor's priority up to the floor, last:
+    -- only when the ranges above left its batch short. (An uncapped claim
+    -- does this in a second statement, job-claim.ts; a capped one cannot,
+    -- as its tokens and its count of running jobs are for one statement.)
+    SELECT *, 0 AS ord FROM (
+      SELECT id, priority, created_at, concurrency_key, fairness_key FROM spool.claimable_jobs
+      WHERE $6::boolean AND organization_id = $1 AND queue_name = $2
+        AND priority = (SELECT priority FROM floor)
+        AND (created_at, id) <= (SELECT created_at, id FROM floor)
+        AND ((SELECT key_limit FROM room) IS NULL OR concurrency_key IS NULL OR concurrency_key <> ALL ((SELECT keys FROM full_keys)::text[]))
+      ORDER BY priority DESC, created_at ASC, id ASC
+      LIMIT (SELECT scan FROM room)
+      FOR UPDATE SKIP LOCKED
+    ) before_floor
   ) c
   LIMIT (SELECT scan FROM room)
 ),

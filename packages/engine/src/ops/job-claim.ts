@@ -111,14 +111,29 @@ export async function jobClaimOutcome(db: Queryable, params: ClaimParams): Promi
   const key = `${params.organizationId}\u0000${params.queueName}`;
   const now = Date.now();
 
+  const floors = floorsOf(db);
+  const remembered = floors.get(key);
+  const floor = remembered !== undefined && now - remembered.since <= CLAIM_FLOOR_TTL_MS ? remembered : null;
+  /** Remembers where a full batch ended (and since when the queue was last read from its start). */
+  const keepFloor = (claimed: JobRow[], n: number, readFromStart: boolean) => {
+    floors.delete(key);
+    if (claimed.length < n) return;
+    floors.set(key, { jobId: claimed.reduce((last, job) => (byClaimOrder(job, last) > 0 ? job : last)).id, since: readFromStart ? now : floor!.since });
+    // Queues that stop being claimed after a full batch would stay forever; the oldest go first.
+    if (floors.size > MAX_FLOORS) floors.delete(floors.keys().next().value!);
+  };
+
   // The capped form: the queue's config row locked in a transaction; null
-  // when the queue is not capped (or paused) after all.
+  // when the queue is not capped (or paused) after all. Its one statement
+  // reads past the floor and then, when short, up to it (job-claim.sql); a
+  // fair queue's turns take no floor.
   const claimCapped = async (): Promise<ClaimOutcome | null> => {
     const inTransaction = async (client: Queryable): Promise<ClaimOutcome | null> => {
       const [locked] = await run<CappedLock>(client, lockCapped, [params.organizationId, params.queueName, limit]);
       if (!locked) return null;
       const n = locked.reserved ?? limit;
-      let jobs = n === 0 ? [] : await run<JobRow>(client, statement, claimOf(n, null, true));
+      const cappedFloor = locked.fairness === null ? floor : null;
+      let jobs = n === 0 ? [] : await run<JobRow>(client, statement, claimOf(n, cappedFloor?.jobId ?? null, true));
       // A fair turn gives each key its share of the batch; keys with fewer
       // jobs leave it short, and the next turns fill it (a rate-limited
       // queue's tokens were taken for the first statement only).
@@ -127,6 +142,7 @@ export async function jobClaimOutcome(db: Queryable, params: ClaimParams): Promi
         if (more.length === 0) break;
         jobs = [...jobs, ...more];
       }
+      if (locked.fairness === null && n > 0) keepFloor(jobs, n, cappedFloor === null || jobs.length < n);
       // Out of tokens: every reserved token used (or none to reserve) and fewer than asked for.
       const tokenBound = locked.reserved !== null && n < limit && jobs.length === n;
       return { jobs, retryAfterMs: tokenBound ? refillMs(locked, limit) : null };
@@ -144,10 +160,6 @@ export async function jobClaimOutcome(db: Queryable, params: ClaimParams): Promi
     }
   }
 
-  const floors = floorsOf(db);
-  const remembered = floors.get(key);
-  const floor = remembered !== undefined && now - remembered.since <= CLAIM_FLOOR_TTL_MS ? remembered : null;
-
   let claimed = await run<JobRow>(db, statement, claimOf(limit, floor?.jobId ?? null, false));
   let readFromStart = floor === null;
   if (!readFromStart && claimed.length < limit) {
@@ -160,12 +172,7 @@ export async function jobClaimOutcome(db: Queryable, params: ClaimParams): Promi
   // Concurrent claims of one queue may finish out of order and leave the
   // floor up to a few batches behind; the next claim then passes those
   // batches' entries once more, which is bounded and not worth ordering.
-  floors.delete(key);
-  if (claimed.length === limit) {
-    floors.set(key, { jobId: claimed[claimed.length - 1]!.id, since: readFromStart ? now : floor!.since });
-    // Queues that stop being claimed after a full batch would stay forever; the oldest go first.
-    if (floors.size > MAX_FLOORS) floors.delete(floors.keys().next().value!);
-  }
+  keepFloor(claimed, limit, readFromStart);
   if (claimed.length > 0) return { jobs: claimed, retryAfterMs: null };
   // Nothing claimable, or the queue is capped, which the uncapped form
   // leaves alone: capped queues pay for a transaction, others for one

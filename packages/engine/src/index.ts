@@ -8,6 +8,7 @@ export * from './ops/job-insert-many.js';
 export * from './ops/job-claim.js';
 export * from './ops/job-complete-many.js';
 export * from './ops/job-fail-many.js';
+export * from './ops/job-snooze.js';
 export * from './ops/job-heartbeat.js';
 export * from './ops/job-progress.js';
 export * from './ops/job-cancel-many.js';

@@ -53,10 +53,11 @@ export const JOB_MOVES = [
   { from: 'pending', to: 'processing', events: ['claim'] },
   { from: 'processing', to: 'completed', events: ['complete'] },
   // timeout: the server ended an attempt at its deadline (an enforced timeout_seconds)
-  { from: 'processing', to: 'pending', events: ['fail_retry', 'lease_expired', 'timeout', 'release'] },
+  // snooze: the handler asked to run again later, without using an attempt
+  { from: 'processing', to: 'pending', events: ['fail_retry', 'lease_expired', 'timeout', 'release', 'snooze'] },
   { from: 'processing', to: 'deadletter', events: ['fail_final', 'lease_expired', 'timeout'] },
-  // after a cancel request: the failure, lease expiry, timeout or release ends the job cancelled
-  { from: 'processing', to: 'cancelled', events: ['fail_final', 'lease_expired', 'timeout', 'release'] },
+  // after a cancel request: the failure, lease expiry, timeout, release or snooze ends the job cancelled
+  { from: 'processing', to: 'cancelled', events: ['fail_final', 'lease_expired', 'timeout', 'release', 'snooze'] },
   { from: 'pending', to: 'cancelled', events: ['cancel', 'expire'] },
   { from: 'scheduled', to: 'cancelled', events: ['cancel', 'expire'] },
   { from: 'failed', to: 'pending', events: ['retry'] },

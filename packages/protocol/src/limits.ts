@@ -18,6 +18,9 @@ export const LIMITS = {
   leaseSecondsMin: 5,
   leaseSecondsMax: 3600,
   leaseSecondsDefault: 30,
+  /** A snooze's delay (POST /jobs/{id}/snooze delay_secs): up to a day, like a timeout. */
+  snoozeSecondsMin: 1,
+  snoozeSecondsMax: 86_400,
   claimLimitMax: 100,
   errorMessageMax: 4096,
   bulkJobsMax: 1000,

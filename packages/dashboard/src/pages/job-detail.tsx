@@ -28,6 +28,7 @@ const EVENT_LABELS: Record<string, string> = {
   cancel_requested: 'Cancellation requested',
   retry: 'Retried',
   release: 'Released by its worker',
+  snooze: 'Snoozed by its worker (no attempt used)',
   expire: 'Expired',
   purge: 'Purged',
 };

@@ -203,12 +203,18 @@ export function explainFacts(f: JobExplainFacts, options: { canSee: (queueName: 
       if (f.dependencies_met === false) explainDependencies(f, options.canSee, add);
       if (f.in_backoff || (f.status === 'pending' && f.retry_count > 0 && f.scheduled_at !== null && f.scheduled_at.getTime() > now)) {
         const until = f.scheduled_at!;
+        // No failed attempt yet: only a snooze (POST /jobs/{id}/snooze) waits like this.
+        const snoozed = f.retry_count === 0;
         const attempt = `Attempt ${f.retry_count} of ${f.max_retries + 1} failed${f.last_error ? ` (${quoted(f.last_error)})` : ''}`;
         add({
           code: 'in_backoff', blocking: true, until: iso(until), retry_count: f.retry_count, max_retries: f.max_retries, last_error: f.last_error,
-          message: until.getTime() > now
-            ? `${attempt}; it waits out its retry backoff until ${iso(until)}, then runs again. Nothing to do unless the wait is too long: the queue's backoff_base_ms and backoff_max_ms (PUT ${configPath(queue)}) set it for later failures.`
-            : `${attempt}; its retry backoff ended at ${iso(until)} and it becomes claimable within moments.`,
+          message: snoozed
+            ? (until.getTime() > now
+              ? `Its worker snoozed it (no attempt used) until ${iso(until)}; it runs again then. Nothing to do.`
+              : `Its worker snoozed it until ${iso(until)}; it becomes claimable within moments.`)
+            : until.getTime() > now
+              ? `${attempt}; it waits out its retry backoff until ${iso(until)}, then runs again. Nothing to do unless the wait is too long: the queue's backoff_base_ms and backoff_max_ms (PUT ${configPath(queue)}) set it for later failures.`
+              : `${attempt}; its retry backoff ended at ${iso(until)} and it becomes claimable within moments.`,
         });
       } else if (f.status === 'scheduled' || (f.scheduled_at !== null && f.scheduled_at.getTime() > now)) {
         const until = f.scheduled_at!;

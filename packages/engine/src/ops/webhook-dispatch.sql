@@ -27,6 +27,8 @@ events AS (
            WHEN b.event IN ('fail_retry', 'fail_final', 'lease_expired', 'timeout') AND b.to_status = 'cancelled' THEN 'job.cancelled'
            WHEN b.event IN ('fail_retry', 'fail_final', 'lease_expired', 'timeout') THEN 'job.failed'
            WHEN b.event IN ('cancel', 'expire') THEN 'job.cancelled'
+           -- A snooze is no failure; only one that ends a cancellation is announced.
+           WHEN b.event = 'snooze' AND b.to_status = 'cancelled' THEN 'job.cancelled'
          END AS webhook_event
   FROM expanded b
 ),

@@ -277,6 +277,24 @@ export interface FailResult {
   willRetry?: boolean;
 }
 
+/** Spool extension: puts a held job off without using an attempt (POST /jobs/{id}/snooze). */
+export interface SnoozeParams {
+  workerId: string;
+  leaseId?: string | null;
+  /** Whole seconds until the job may be claimed again, 1..86400. */
+  delaySecs: number;
+}
+
+export interface SnoozeResult {
+  success: boolean;
+  /** `pending` (waits until `scheduledAt`), or `cancelled` when a cancel had been requested while it ran. */
+  status: JobStatus;
+  /** When the job becomes claimable again; null when it ended cancelled. */
+  scheduledAt: string | null;
+  /** Unchanged by the snooze. */
+  retryCount: number;
+}
+
 export interface HeartbeatParams {
   workerId: string;
   leaseDurationSecs: number;
@@ -451,6 +469,18 @@ export class JobsResource extends Resource {
 
   fail(id: string, params: FailParams, options?: CallOptions): Promise<FailResult> {
     return this.call({ method: 'POST', path: `/api/v1/jobs/${seg(id)}/fail`, body: params }, options);
+  }
+
+  /**
+   * Spool extension: puts a job this worker holds off for `delaySecs` (1..86400)
+   * without using an attempt: pending again, claimable after the delay, with
+   * `retryCount` unchanged. Fenced like fail (NotFoundError for a job not
+   * ours, ConflictError LEASE_EXPIRED for a stale lease); after a cancel
+   * request it ends the job cancelled. Not retried on its own (a lost answer
+   * would be refused the second time).
+   */
+  snooze(id: string, params: SnoozeParams, options?: CallOptions): Promise<SnoozeResult> {
+    return this.call({ method: 'POST', path: `/api/v1/jobs/${seg(id)}/snooze`, body: params }, options);
   }
 
   /** Extends the lease; idempotent, so retried. `cancelRequested` tells the worker to stop the job. */

@@ -11,7 +11,7 @@ import type { SpoolClient } from '../client.js';
 import { createApiError } from '../errors.js';
 import type { Job } from '../resources/jobs.js';
 import type { RegisterWorkerParams, RegisterWorkerResult, WorkerHeartbeatParams, WorkerInfo, WorkerSummary, WorkersResource } from '../resources/queues.js';
-import { describeError, isRetryable } from '../worker/errors.js';
+import { JobSnoozedError, describeError, isRetryable } from '../worker/errors.js';
 import type { Handler, JobContext } from '../worker/running-job.js';
 import type { WorkerClient } from '../worker/worker.js';
 import { FakeDlq, FakeJobs } from './fake-jobs.js';
@@ -49,6 +49,8 @@ export interface RunJobsResult {
   deadlettered: Job[];
   /** Failures that were retried (each retry runs again within the same call). */
   retried: number;
+  /** Runs that called ctx.snooze (the job waits until the client's `now` passes its delay). */
+  snoozed: number;
 }
 
 class FakeWorkers implements WorkersApi {
@@ -194,13 +196,14 @@ export class FakeSpoolClient implements WorkerClient {
    */
   async runJobs<P = unknown, R = unknown>(queueName: string, handler: Handler<P, R>, options: RunJobsOptions = {}): Promise<RunJobsResult> {
     const maxRuns = options.maxRuns ?? 1000;
-    const outcome: RunJobsResult = { runs: 0, completed: [], deadlettered: [], retried: 0 };
+    const outcome: RunJobsResult = { runs: 0, completed: [], deadlettered: [], retried: 0, snoozed: 0 };
     const workerId = 'inline-runner';
     while (outcome.runs < maxRuns) {
       const [claimed] = await this.jobs.claim<P>({ queueName, workerId, limit: 1 });
       if (!claimed) break;
       outcome.runs += 1;
       const controller = new AbortController();
+      let snoozeSecs: number | null = null;
       const ctx: JobContext = {
         leaseId: claimed.leaseId,
         signal: controller.signal,
@@ -215,12 +218,29 @@ export class FakeSpoolClient implements WorkerClient {
           const text = lines.map((l) => (typeof l === 'string' ? l : JSON.stringify(l) ?? String(l)));
           this.jobs.appendLogs(claimed.id, { workerId, leaseId: claimed.leaseId, lines: text.flatMap((t) => t.split(/\r?\n/)) }).catch(() => {});
         },
+        snooze: (seconds) => {
+          if (!Number.isInteger(seconds) || seconds < 1 || seconds > 86_400) throw new RangeError(`ctx.snooze(seconds): a whole number of seconds from 1 to 86400, got ${String(seconds)}`);
+          snoozeSecs ??= seconds;
+          const reason = new JobSnoozedError(snoozeSecs);
+          if (!controller.signal.aborted) controller.abort(reason);
+          throw reason;
+        },
       };
+      // A snoozed job waits for the client's clock (the `now` option) like any scheduled one.
+      const snoozed = () => (snoozeSecs !== null ? this.jobs.snooze(claimed.id, { workerId, leaseId: claimed.leaseId, delaySecs: snoozeSecs }) : null);
       try {
         const result = await handler(claimed, ctx);
+        if (await snoozed()) {
+          outcome.snoozed += 1;
+          continue;
+        }
         await this.jobs.complete(claimed.id, { workerId, leaseId: claimed.leaseId, result });
         outcome.completed.push(this.jobs.find(claimed.id));
       } catch (err) {
+        if (await snoozed()) {
+          outcome.snoozed += 1;
+          continue;
+        }
         const answer = await this.jobs.fail(claimed.id, { workerId, leaseId: claimed.leaseId, error: describeError(err), retryable: isRetryable(err) });
         if (answer.willRetry) outcome.retried += 1;
         else if (this.jobs.find(claimed.id).status === 'deadletter') outcome.deadlettered.push(this.jobs.find(claimed.id));

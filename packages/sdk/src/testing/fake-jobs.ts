@@ -23,6 +23,8 @@ import type {
   FailResult,
   HeartbeatParams,
   HeartbeatResult,
+  SnoozeParams,
+  SnoozeResult,
   AppendLogsParams,
   AppendLogsResult,
   Job,
@@ -295,6 +297,19 @@ export class FakeJobs implements JobsApi {
     }
     this.#set(job, 'deadletter', { lastError: params.error, ...this.#noLease() });
     return { success: true, willRetry: false };
+  }
+
+  /** Like the server: pending again at now + delaySecs (the fake's clock), retryCount unchanged; after a cancel request, cancelled. */
+  async snooze(id: string, params: SnoozeParams): Promise<SnoozeResult> {
+    if (!Number.isInteger(params.delaySecs) || params.delaySecs < 1 || params.delaySecs > 86_400) refuse(400, 'VALIDATION_ERROR', 'body/delay_secs must be an integer from 1 to 86400');
+    const job = this.#owned(id, params.workerId, params.leaseId);
+    if (this.#cancelRequested.delete(id)) {
+      this.#set(job, 'cancelled', this.#noLease());
+      return { success: true, status: 'cancelled', scheduledAt: null, retryCount: job.retryCount };
+    }
+    const scheduledAt = new Date(this.#now().getTime() + params.delaySecs * 1000).toISOString();
+    this.#set(job, 'pending', { scheduledAt, ...this.#noLease() });
+    return { success: true, status: 'pending', scheduledAt, retryCount: job.retryCount };
   }
 
   async heartbeat(id: string, params: HeartbeatParams): Promise<HeartbeatResult> {

@@ -39,6 +39,21 @@ export class JobTimeoutError extends Error {
   }
 }
 
+/**
+ * What `ctx.snooze(seconds)` throws (and `ctx.signal.reason` after it): the
+ * handler asked to run the job again in `delaySecs` seconds, without using an
+ * attempt. Let it propagate (or `return ctx.snooze(…)`); catching it does not
+ * undo the snooze.
+ */
+export class JobSnoozedError extends Error {
+  readonly delaySecs: number;
+  constructor(delaySecs: number) {
+    super(`Job snoozed for ${delaySecs} s`);
+    this.name = 'JobSnoozedError';
+    this.delaySecs = delaySecs;
+  }
+}
+
 /** `ctx.signal.reason` when someone cancelled the running job. */
 export class JobCancelledError extends Error {
   readonly retryable = false as const;

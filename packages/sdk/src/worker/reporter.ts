@@ -1,5 +1,5 @@
 /**
- * Reports outcomes (complete/fail) in batches. While `maxInFlight` requests
+ * Reports outcomes (complete/fail, and snoozes one by one) in batches. While `maxInFlight` requests
  * of a kind are in flight (one by default) the next outcomes queue up and go
  * together when one returns (group commit): one job alone is reported at
  * once, a busy worker sends big batches. Servers without the batch
@@ -9,7 +9,7 @@ import { SpoolApiError, SpoolNetworkError, SpoolTimeoutError } from '../errors.j
 import { sleep } from '../http.js';
 import type { BatchItemResult, ClaimedJob, JobsResource } from '../resources/jobs.js';
 
-export type ReporterJobs = Pick<JobsResource, 'complete' | 'fail' | 'completeMany' | 'failMany'>;
+export type ReporterJobs = Pick<JobsResource, 'complete' | 'fail' | 'completeMany' | 'failMany'> & Partial<Pick<JobsResource, 'snooze'>>;
 
 export interface CompleteOutcome {
   kind: 'complete';
@@ -26,7 +26,14 @@ export interface FailOutcome {
   cause?: unknown;
 }
 
-export type Outcome = CompleteOutcome | FailOutcome;
+/** The handler called ctx.snooze: sent one request per job (there is no batch endpoint). */
+export interface SnoozeOutcome {
+  kind: 'snooze';
+  job: ClaimedJob;
+  delaySecs: number;
+}
+
+export type Outcome = CompleteOutcome | FailOutcome | SnoozeOutcome;
 
 export interface ReporterOptions {
   workerId: string;
@@ -73,6 +80,7 @@ export class Reporter {
   readonly #lanes: Record<Outcome['kind'], Lane> = {
     complete: { kind: 'complete', queue: [], inFlight: new Set(), cancelTimer: null, batchSupported: true },
     fail: { kind: 'fail', queue: [], inFlight: new Set(), cancelTimer: null, batchSupported: true },
+    snooze: { kind: 'snooze', queue: [], inFlight: new Set(), cancelTimer: null, batchSupported: false },
   };
 
   constructor(jobs: ReporterJobs, options: ReporterOptions) {
@@ -85,7 +93,7 @@ export class Reporter {
 
   /** Outcomes not yet reported: queued or in a request that has not answered. */
   get pending(): number {
-    return this.#lanes.complete.queue.length + this.#lanes.fail.queue.length + this.#sending;
+    return this.#lanes.complete.queue.length + this.#lanes.fail.queue.length + this.#lanes.snooze.queue.length + this.#sending;
   }
 
   /** Queues an outcome for reporting. */
@@ -180,6 +188,7 @@ export class Reporter {
       const items = batch.map((o) => ({ jobId: o.job.id, leaseId: o.job.leaseId ?? undefined, result: (o as CompleteOutcome).result }));
       return (await this.#jobs.completeMany({ workerId, items })).results;
     }
+    if (kind === 'snooze') throw new Error('snoozes have no batch endpoint');
     const items = batch.map((o) => {
       const fail = o as FailOutcome;
       return { jobId: o.job.id, leaseId: o.job.leaseId ?? undefined, error: fail.error, retryable: fail.retryable };
@@ -197,6 +206,12 @@ export class Reporter {
         try {
           if (outcome.kind === 'complete') {
             await this.#withRetries(() => this.#jobs.complete(job.id, { workerId, leaseId, result: outcome.result }));
+            return { jobId: job.id, success: true };
+          }
+          if (outcome.kind === 'snooze') {
+            const snooze = this.#jobs.snooze;
+            if (!snooze) return { jobId: job.id, success: false, error: 'this client has no jobs.snooze' };
+            await this.#withRetries(() => snooze.call(this.#jobs, job.id, { workerId, leaseId, delaySecs: outcome.delaySecs }));
             return { jobId: job.id, success: true };
           }
           const answer = await this.#withRetries(() => this.#jobs.fail(job.id, { workerId, leaseId, error: outcome.error, retryable: outcome.retryable }));

@@ -6,7 +6,8 @@
  */
 import { ConflictError, NotFoundError, PayloadTooLargeError, ValidationError } from '../errors.js';
 import type { ClaimedJob, Json, JobsResource, ProgressParams } from '../resources/jobs.js';
-import { JobCancelledError, JobTimeoutError, LeaseLostError, WorkerShutdownError, isRetryable } from './errors.js';
+import { LIMITS } from '@spool/protocol';
+import { JobCancelledError, JobSnoozedError, JobTimeoutError, LeaseLostError, WorkerShutdownError, isRetryable } from './errors.js';
 import { startJobSpan, type JobSpan } from '../tracing.js';
 
 /** What a handler receives besides the job. */
@@ -37,6 +38,18 @@ export interface JobContext {
    * (256 KiB) per job.
    */
   log(...lines: unknown[]): void;
+  /**
+   * Spool extension: "not now, try again in `seconds`" (a whole number,
+   * 1..86400) without using an attempt: the job goes back to pending and is
+   * claimed again after the delay, with the same `attempt`. Decides how this
+   * run ends: `ctx.signal` aborts with a JobSnoozedError, and the call throws
+   * it so the handler stops (`return ctx.snooze(30)` reads well); whatever the
+   * handler returns or throws afterwards is ignored. When it settles, its log
+   * lines are sent and the worker reports the snooze instead of complete or
+   * fail. A cancel requested meanwhile ends the job cancelled instead. A bad
+   * `seconds` throws a RangeError (and decides nothing).
+   */
+  snooze(seconds: number): never;
 }
 
 export type Handler<P = unknown, R = unknown> = (job: ClaimedJob<P>, ctx: JobContext) => Promise<R> | R;
@@ -45,6 +58,8 @@ export type Handler<P = unknown, R = unknown> = (job: ClaimedJob<P>, ctx: JobCon
 export type Ending =
   | { kind: 'complete'; result: unknown }
   | { kind: 'fail'; error: unknown; retryable: boolean }
+  /** The handler called ctx.snooze(delaySecs). */
+  | { kind: 'snooze'; delaySecs: number }
   /** Not reported: the lease is gone, or the worker hands the job back at deregistration. */
   | { kind: 'lost'; error: unknown }
   | { kind: 'released' };
@@ -53,7 +68,7 @@ export interface RunningJobOptions {
   workerId: string;
   leaseSeconds: number;
   heartbeatEveryMs: number;
-  jobs: Pick<JobsResource, 'heartbeat'> & Partial<Pick<JobsResource, 'progress' | 'appendLogs'>>;
+  jobs: Pick<JobsResource, 'heartbeat'> & Partial<Pick<JobsResource, 'progress' | 'appendLogs' | 'snooze'>>;
   /** Shared by a worker's jobs: false once the server answered that it has no progress/log endpoints. */
   reports?: { supported: boolean };
   onEnd(job: RunningJob, ending: Ending): void;
@@ -125,6 +140,8 @@ export class RunningJob {
   // Sends run one after another so the job's lines arrive in order.
   #logChain: Promise<void> = Promise.resolve();
   #span: JobSpan | null = null;
+  /** Set by ctx.snooze: the delay to report once the handler settles. */
+  #snoozeSecs: number | null = null;
 
   constructor(job: ClaimedJob, options: RunningJobOptions) {
     this.job = job;
@@ -163,6 +180,7 @@ export class RunningJob {
       heartbeat: () => this.#beat(true),
       progress: (percent, message, metadata) => this.#progress(percent, message, metadata),
       log: (...lines) => this.#log(lines),
+      snooze: (seconds) => this.#snooze(seconds),
     };
     // The handler runs in its own span (tracing.ts), whatever ends it.
     const span = (this.#span = startJobSpan(this.job, this.#options.workerId));
@@ -172,13 +190,32 @@ export class RunningJob {
       .then(
         async (result) => {
           await this.#flushLogs();
-          this.#end({ kind: 'complete', result });
+          if (this.#snoozeSecs !== null) this.#end({ kind: 'snooze', delaySecs: this.#snoozeSecs });
+          else this.#end({ kind: 'complete', result });
         },
         async (error: unknown) => {
           await this.#flushLogs();
-          this.#end({ kind: 'fail', error, retryable: isRetryable(error) });
+          if (this.#snoozeSecs !== null) this.#end({ kind: 'snooze', delaySecs: this.#snoozeSecs });
+          else this.#end({ kind: 'fail', error, retryable: isRetryable(error) });
         },
       );
+  }
+
+  /** ctx.snooze: the first call decides; the handler's signal aborts at once, the report waits for it to settle. */
+  #snooze(seconds: number): never {
+    if (!Number.isInteger(seconds) || seconds < LIMITS.snoozeSecondsMin || seconds > LIMITS.snoozeSecondsMax) {
+      throw new RangeError(`ctx.snooze(seconds): a whole number of seconds from ${LIMITS.snoozeSecondsMin} to ${LIMITS.snoozeSecondsMax}, got ${String(seconds)}`);
+    }
+    if (!this.#options.jobs.snooze) throw new Error('ctx.snooze(): this client has no jobs.snooze');
+    if (this.#snoozeSecs !== null) throw new JobSnoozedError(this.#snoozeSecs);
+    const reason = new JobSnoozedError(seconds);
+    if (this.#ended) throw reason;
+    this.#snoozeSecs = seconds;
+    if (!this.#abortReason) {
+      this.#abortReason = { reason };
+      this.#controller?.abort(reason);
+    }
+    throw reason;
   }
 
   /** Someone cancelled the running job: aborts the handler; the job is failed without retry (the server ends it cancelled). */
@@ -221,6 +258,7 @@ export class RunningJob {
     }
     if (ending.kind === 'complete') this.#span?.end({});
     else if (ending.kind === 'fail') this.#span?.end({ error: ending.error, retryable: ending.retryable });
+    else if (ending.kind === 'snooze') this.#span?.end({});
     else this.#span?.end({ error: ending.kind === 'lost' ? ending.error : abortReason });
     this.#options.onEnd(this, ending);
   }

@@ -20,8 +20,8 @@ import { RunningJob, type Ending, type Handler } from './running-job.js';
 /** What the worker needs from a client; `SpoolClient` and the test kit's fake both fit. */
 export interface WorkerClient {
   jobs: Pick<JobsResource, 'claim' | 'complete' | 'fail' | 'heartbeat' | 'completeMany' | 'failMany'>
-    /** Optional (Spool extensions): without them `ctx.progress()` and `ctx.log()` do nothing. */
-    & Partial<Pick<JobsResource, 'progress' | 'appendLogs'>>;
+    /** Optional (Spool extensions): without them `ctx.progress()` and `ctx.log()` do nothing, and `ctx.snooze()` throws. */
+    & Partial<Pick<JobsResource, 'progress' | 'appendLogs' | 'snooze'>>;
   workers: Pick<WorkersResource, 'register' | 'heartbeat' | 'deregister'>;
   /** Optional: without it, cancellation of running jobs is learned from heartbeats only. */
   events?: Pick<EventsResource, 'stream'>;
@@ -70,6 +70,8 @@ export interface WorkerEvents<P = unknown, R = unknown> {
   started: [job: ClaimedJob<P>];
   completed: [job: ClaimedJob<P>, result: R];
   failed: [job: ClaimedJob<P>, error: unknown, info: FailedInfo];
+  /** The handler called ctx.snooze(delaySecs) and the server took it (pending again, no attempt used). */
+  snoozed: [job: ClaimedJob<P>, delaySecs: number];
   error: [error: unknown, job?: ClaimedJob<P>];
   stopped: [];
 }
@@ -160,7 +162,7 @@ export class Worker<P = unknown, R = unknown> extends EventEmitter<WorkerEvents<
     return this.#running.size;
   }
 
-  /** Sets the handler: its result completes the job, a throw fails it (`NonRetryableError` → dead-letter queue). */
+  /** Sets the handler: its result completes the job, a throw fails it (`NonRetryableError` → dead-letter queue), `ctx.snooze(s)` puts it off. */
   handle(handler: Handler<P, R>): this {
     this.#handler = handler;
     return this;
@@ -387,6 +389,9 @@ export class Worker<P = unknown, R = unknown> extends EventEmitter<WorkerEvents<
         this.#reporter!.add({ kind: 'fail', job, error, retryable: ending.retryable, cause: ending.error });
         return;
       }
+      case 'snooze':
+        this.#reporter!.add({ kind: 'snooze', job, delaySecs: ending.delaySecs });
+        return;
       case 'lost':
         this.#emitError(ending.error, job);
         return;
@@ -403,12 +408,16 @@ export class Worker<P = unknown, R = unknown> extends EventEmitter<WorkerEvents<
   #onReported(outcome: Outcome, answer: BatchItemResult): void {
     const { job } = outcome;
     if (!answer.success) {
-      const verb = outcome.kind === 'complete' ? 'complete' : 'fail';
+      const verb = outcome.kind;
       this.#emitError(new Error(`Could not ${verb} job ${job.id}: ${answer.error ?? 'refused by the server'}`), job);
       return;
     }
     if (outcome.kind === 'complete') {
       this.emit('completed', job as ClaimedJob<P>, outcome.result as R);
+      return;
+    }
+    if (outcome.kind === 'snooze') {
+      this.emit('snoozed', job as ClaimedJob<P>, outcome.delaySecs);
       return;
     }
     const willRetry = answer.willRetry ?? (outcome.retryable && job.retryCount < job.maxRetries);

@@ -64,7 +64,8 @@ const FAILURE_EVENTS = new Set(['fail_retry', 'fail_final', 'lease_expired', 'ti
  * change, plus JobCreated on create, `job.started` on claim,
  * `job.cancel_requested` when a running job is asked to stop, JobCompleted on
  * complete and JobFailed on any failure (including a lease that expired),
- * and `job.timed_out` when the server ended an attempt at its deadline.
+ * `job.timed_out` when the server ended an attempt at its deadline, and
+ * `job.snoozed` when the worker put the job off (not a failure).
  */
 export function eventFromHistory(row: HistoryEvent): RealtimeEvent {
   const at = row.created_at;
@@ -88,6 +89,11 @@ export function eventFromHistory(row: HistoryEvent): RealtimeEvent {
       new_status: row.to_status,
       will_retry: row.to_status === 'pending',
     }, at));
+  }
+  // Spool extension: the worker handed the job back to run later (no attempt used);
+  // the history row's message is the wake-up time. Ending a cancellation, it is only the status change.
+  if (row.event === 'snooze' && row.to_status === 'pending') {
+    envelopes.push(envelope('job.snoozed', { ...base, worker_id: row.worker_id, scheduled_at: row.message, retry_count: row.retry_count ?? 0 }, at));
   }
   if (row.event === 'complete') {
     const duration = row.started_at ? Math.max(0, at.getTime() - row.started_at.getTime()) : 0;

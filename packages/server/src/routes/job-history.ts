@@ -11,7 +11,7 @@ const NullableString = Type.Union([Type.String(), Type.Null()]);
 
 const HistoryEntrySchema = Type.Object({
   id: Type.Integer({ description: 'position in the history log (increases with time)' }),
-  event: Type.String({ description: 'what happened: create, claim, complete, fail_retry, fail_final, cancel, retry, lease_expired, timeout, …' }),
+  event: Type.String({ description: 'what happened: create, claim, complete, fail_retry, fail_final, cancel, retry, lease_expired, timeout, snooze, …' }),
   from_status: NullableString,
   to_status: NullableString,
   worker_id: NullableString,

@@ -1,7 +1,7 @@
 import type { FastifyInstance, FastifyReply } from 'fastify';
 import { Type, type Static } from 'typebox';
 import { LIMITS, PayloadTooLargeError, clamp } from '@spool/protocol';
-import { jobClaimOutcome, jobCompleteMany, jobFailMany, jobHeartbeat, type FenceFailure } from '@spool/engine';
+import { jobClaimOutcome, jobCompleteMany, jobFailMany, jobHeartbeat, jobSnooze, type FenceFailure } from '@spool/engine';
 import { ClaimWaiters, claimWithWait } from '../claim-waiters.js';
 import type { AppContext } from '../app.js';
 import type { Grant } from '../authorization.js';
@@ -38,6 +38,16 @@ const FailBody = Type.Object({ worker_id: WorkerId, error: ErrorText, lease_id: 
 type FailBody = Static<typeof FailBody>;
 const HeartbeatBody = Type.Object({ worker_id: WorkerId, lease_duration_secs: Type.Optional(LeaseSeconds), lease_id: LeaseId });
 type HeartbeatBody = Static<typeof HeartbeatBody>;
+const SnoozeBody = Type.Object({
+  worker_id: WorkerId,
+  lease_id: LeaseId,
+  delay_secs: Type.Integer({
+    minimum: LIMITS.snoozeSecondsMin,
+    maximum: LIMITS.snoozeSecondsMax,
+    description: `seconds until the job may be claimed again, ${LIMITS.snoozeSecondsMin}..${LIMITS.snoozeSecondsMax}`,
+  }),
+});
+type SnoozeBody = Static<typeof SnoozeBody>;
 
 const BATCH_MAX = 1000;
 const BatchCompleteBody = Type.Object({
@@ -56,6 +66,12 @@ const FailResult = Type.Object({
   success: Type.Boolean(),
   will_retry: Type.Boolean({ description: 'extension: the job went back to pending for another attempt' }),
   status: Type.String({ description: 'extension: the job status after the failure (pending, deadletter or cancelled)' }),
+});
+const SnoozeResult = Type.Object({
+  success: Type.Boolean(),
+  status: Type.String({ description: 'pending (waits until scheduled_at), or cancelled when a cancel had been requested' }),
+  scheduled_at: Type.Union([Type.String({ format: 'date-time' }), Type.Null()], { description: 'when the job becomes claimable again; null when it ended cancelled' }),
+  retry_count: Type.Integer({ description: 'unchanged: a snooze uses no attempt' }),
 });
 const HeartbeatResult = Type.Object({
   success: Type.Boolean(),
@@ -222,6 +238,27 @@ export function jobWorkerRoutes(app: FastifyInstance, ctx: AppContext): void {
     trace?.end(outcome!.ok ? 1 : 0);
     if (!outcome!.ok) return refuse(reply, outcome!.reason, id, body.lease_id != null);
     return { success: true, will_retry: outcome!.willRetry, status: outcome!.status };
+  });
+
+  app.post<{ Params: { id: string }; Body: SnoozeBody }>('/jobs/:id/snooze', {
+    // A worker's report on the job it holds, like a failure: the same permission.
+    config: { operation: 'job.fail', addresses: 'job' },
+    schema: {
+      tags: ['worker', 'extension'],
+      summary: 'Extension: put a job this worker holds off for delay_secs without using an attempt',
+      description: 'Spool extension. The job goes back to pending, claimable again after delay_secs (1..86400), with retry_count unchanged, lease and worker cleared, and a `snooze` history event. Fenced like complete and fail: 404 job_not_found_or_not_owned for another worker or an unknown job, 409 LEASE_EXPIRED for a stale lease_id, and after an enforced timeout\'s deadline refused with details.timed_out = true. A job whose cancellation was requested ends cancelled instead (status: cancelled).',
+      params: IdParams,
+      body: SnoozeBody,
+      response: { 200: SnoozeResult },
+    },
+  }, async (request, reply) => {
+    const { organizationId } = grantOf(request);
+    // Ids are compared as text in places: one canonical spelling.
+    const id = request.params.id.toLowerCase();
+    const body = request.body;
+    const outcome = await jobSnooze(ctx.db, { organizationId, id, workerId: body.worker_id, leaseId: body.lease_id, delaySecs: body.delay_secs });
+    if (!outcome.ok) return refuse(reply, outcome.reason, id, body.lease_id != null);
+    return { success: true, status: outcome.status, scheduled_at: outcome.scheduledAt?.toISOString() ?? null, retry_count: outcome.retryCount };
   });
 
   app.post<{ Params: { id: string }; Body: HeartbeatBody }>('/jobs/:id/heartbeat', {

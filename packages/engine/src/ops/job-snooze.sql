@@ -1,0 +1,55 @@
+-- Puts a job this worker holds back to wait $5 seconds without using an
+-- attempt: fenced like complete and fail (owner, lease, deadline). The job
+-- waits as a failed attempt's retry does (pending, in_backoff, scheduled_at),
+-- so the claim index leaves it out and the promoter (job-promote-scheduled.sql)
+-- makes it claimable when the time comes; retry_count stays as it is. A job
+-- whose cancellation was requested while it ran ends cancelled instead, as
+-- a failure would end it. The history row's message is the wake-up time.
+WITH target AS (
+  SELECT j.id, j.lease_id AS held_lease_id,
+         CASE WHEN j.cancel_requested_at IS NOT NULL THEN 'cancelled' ELSE 'pending' END AS next_status
+  FROM spool.jobs j
+  WHERE j.organization_id = $1
+    AND j.id = $2
+    AND j.status = 'processing'
+    AND j.assigned_worker_id = $3
+    AND ($4::uuid IS NULL OR j.lease_id = $4::uuid)
+    -- Past its deadline (migration 026) the attempt has ended as timed out:
+    -- the lease reaper records that, and a snooze may not dodge it.
+    AND (j.deadline_at IS NULL OR j.deadline_at > now())
+  FOR UPDATE OF j
+),
+updated AS (
+  UPDATE spool.jobs j
+  SET status = t.next_status,
+      scheduled_at = CASE WHEN t.next_status = 'pending' THEN now() + make_interval(secs => $5) ELSE j.scheduled_at END,
+      in_backoff = (t.next_status = 'pending'),
+      completed_at = CASE WHEN t.next_status = 'pending' THEN NULL ELSE now() END,
+      assigned_worker_id = CASE WHEN t.next_status = 'pending' THEN NULL ELSE j.assigned_worker_id END,
+      lease_id = NULL,
+      lease_expires_at = NULL,
+      updated_at = now()
+  FROM target t
+  WHERE j.id = t.id
+  RETURNING j.id, j.organization_id, j.queue_name, j.status, j.retry_count, j.scheduled_at, j.workflow_id, t.held_lease_id
+),
+history AS (
+  INSERT INTO spool.job_history (organization_id, job_id, queue_name, event, from_status, to_status, worker_id, lease_id, message)
+  SELECT organization_id, id, queue_name, 'snooze', 'processing', status, $3, held_lease_id,
+         CASE WHEN status = 'pending' THEN to_char(scheduled_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') END
+  FROM updated
+),
+-- A workflow job that ends cancelled here counts in its workflow (docs/workflows.md).
+workflow AS (
+  UPDATE spool.workflows w
+  SET cancelled_jobs = w.cancelled_jobs + 1,
+      started_at = coalesce(w.started_at, now()),
+      updated_at = now()
+  FROM updated u
+  WHERE w.organization_id = $1 AND w.id = u.workflow_id AND u.status = 'cancelled'
+)
+SELECT id, status, retry_count, scheduled_at,
+       -- Wakes the promoter (possibly on another replica) for the wake-up time.
+       (SELECT pg_notify('spool_jobs', json_build_object('q', ARRAY[]::text[], 's', (extract(epoch FROM scheduled_at) * 1000)::bigint)::text)
+          FROM updated WHERE status = 'pending') IS NOT NULL AS notified
+FROM updated;

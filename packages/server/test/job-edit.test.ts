@@ -186,6 +186,13 @@ describe('PATCH /jobs/{id}: validation', () => {
     assert.equal(res.body.details.resource, 'payload_size');
   });
 
+  it('is in the OpenAPI document', async () => {
+    const doc = (await server.request('GET', '/docs/json', { auth: null })).body;
+    const operation = doc.paths['/api/v1/jobs/{id}']?.patch;
+    assert.ok(operation, Object.keys(doc.paths).filter((p: string) => p.startsWith('/api/v1/jobs/')).join(', '));
+    assert.deepEqual(Object.keys(operation.requestBody.content['application/json'].schema.properties).sort(), ['max_retries', 'payload', 'priority', 'queue_name', 'scheduled_at', 'tags']);
+  });
+
   it('unknown, malformed and other organizations\' jobs are a 404', async () => {
     assertError(await patch(MISSING_ID, { priority: 1 }), 404, 'NOT_FOUND');
     assertError(await patch('not-a-uuid', { priority: 1 }), 404, 'NOT_FOUND');

@@ -170,6 +170,25 @@ describe('dashboard', { timeout: 180_000 }, () => {
     d.assertNoConsoleErrors();
   });
 
+  it("edits a dead-lettered job's payload from its page; it stays dead-lettered and the edit is in its history", async () => {
+    const { id } = await api('POST', '/jobs', { queue_name: 'edit-q', payload: { to: 'old@example.com' }, max_retries: 0 });
+    const [claimed] = (await api('POST', '/jobs/claim', { queue_name: 'edit-q', worker_id: 'w-edit' })).jobs;
+    await api('POST', `/jobs/${id}/fail`, { worker_id: 'w-edit', lease_id: claimed.lease_id, error: 'bad address' });
+
+    const d = await signedIn(`/jobs/${id}`);
+    const { page } = d;
+    await page.getByRole('button', { name: 'Edit', exact: true }).click();
+    const dialog = page.getByRole('dialog', { name: 'Edit this job' });
+    await dialog.getByLabel('Payload (JSON)').fill('{ "to": "new@example.com" }');
+    await dialog.getByRole('button', { name: 'Save' }).click();
+    await page.getByText('"to": "new@example.com"').waitFor();
+    await page.getByTestId('timeline').locator('[data-event="edit"]').getByText('changed payload').waitFor();
+    await d.screenshot('job-edited');
+    const job = await api('GET', `/jobs/${id}`);
+    assert.deepEqual([job.status, job.payload], ['deadletter', { to: 'new@example.com' }]);
+    d.assertNoConsoleErrors();
+  });
+
   it('pauses and resumes a queue', async () => {
     await api('PUT', '/queues/pause-q/config', { max_retries: 2 });
     await api('POST', '/jobs', { queue_name: 'pause-q', payload: {} });

@@ -14,6 +14,7 @@ export * from './ops/job-progress.js';
 export * from './ops/job-cancel-many.js';
 export * from './ops/job-retry-many.js';
 export * from './ops/job-set-priority.js';
+export * from './ops/job-edit.js';
 export * from './ops/dlq.js';
 export * from './ops/queue.js';
 export * from './ops/queue-job-counts.js';

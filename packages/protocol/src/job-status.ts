@@ -49,7 +49,8 @@ export interface JobMove {
 export const JOB_MOVES = [
   { from: null, to: 'pending', events: ['create'] },
   { from: null, to: 'scheduled', events: ['create'] }, // scheduled_at in the future
-  { from: 'scheduled', to: 'pending', events: ['promote'] },
+  { from: 'scheduled', to: 'pending', events: ['promote', 'edit'] }, // edit: scheduled_at moved to now or the past
+  { from: 'pending', to: 'scheduled', events: ['edit'] }, // scheduled_at moved to the future
   { from: 'pending', to: 'processing', events: ['claim'] },
   { from: 'processing', to: 'completed', events: ['complete'] },
   // timeout: the server ended an attempt at its deadline (an enforced timeout_seconds)

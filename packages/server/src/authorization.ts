@@ -33,7 +33,7 @@ type Need =
   | 'read_jobs'
   /** Read everything else queue-bound: queues, workers, schedules, event streams, the organization's metrics and activity history. */
   | 'read'
-  /** Change what exists: cancel, retry, priority, dependencies, DLQ, queue config, schedules, workflows. */
+  /** Change what exists: cancel, retry, priority, edits, dependencies, DLQ, queue config, schedules, workflows. */
   | 'manage'
   /** Read organization-level objects (organization, usage, billing, key and webhook summaries). */
   | 'org_read'
@@ -85,6 +85,7 @@ export const OPERATIONS = {
   'job.cancel': 'manage',
   'job.retry': 'manage',
   'job.set_priority': 'manage',
+  'job.update': 'manage',
   'job.add_dependencies': 'manage',
   'dlq.retry': 'manage',
   'dlq.purge': 'manage',
@@ -202,9 +203,11 @@ export class Grant {
   /**
    * Of `ids` (jobs addressed by id, any spelling), those the key may not
    * touch: jobs of other queues. Costs nothing for a key with every queue;
-   * otherwise one primary-key lookup. A job's queue never changes, so the
-   * answer holds for the operation that follows. Unknown ids are not listed
-   * (the operation finds them missing itself).
+   * otherwise one primary-key lookup. Only an edit (PATCH /jobs/{id})
+   * changes a job's queue: the answer holds for the operation that follows
+   * unless another credential moves the job in between, and the edit itself
+   * checks the key's queues again on the locked row (job-edit.sql). Unknown
+   * ids are not listed (the operation finds them missing itself).
    */
   async jobsOutOfReach(db: Db, ids: readonly string[]): Promise<Set<string>> {
     if (this.queueFilter === null || ids.length === 0) return new Set();

@@ -39,7 +39,7 @@ describe('GET /jobs/{id}/history (extension)', () => {
       assert.ok(rows[i].id > rows[i - 1].id, 'ids increase');
       assert.ok(Date.parse(rows[i].created_at) >= Date.parse(rows[i - 1].created_at), 'times do not go back');
     }
-    for (const row of rows) assert.deepEqual(Object.keys(row).sort(), ['created_at', 'event', 'from_status', 'id', 'lease_id', 'message', 'to_status', 'worker_id']);
+    for (const row of rows) assert.deepEqual(Object.keys(row).sort(), ['actor', 'created_at', 'details', 'event', 'from_status', 'id', 'lease_id', 'message', 'to_status', 'worker_id']);
 
     const limited = await req('GET', `/jobs/${id}/history?limit=2`);
     assert.deepEqual(limited.body.map((r: any) => r.event), ['create', 'claim']);

@@ -44,6 +44,10 @@ export interface HistoryEntry {
   lease_id: string | null;
   message: string | null;
   created_at: string;
+  /** Extension: the credential behind an edit, retry or cancel through the API (absent on older servers). */
+  actor?: string | null;
+  /** Extension: what an edit changed. */
+  details?: { fields?: string[]; from?: Record<string, unknown>; to?: Record<string, unknown> } | null;
 }
 
 /** Extension: one reason of GET /jobs/{id}/explain; details besides these vary by code. */

@@ -1,6 +1,6 @@
 import type { JSX } from 'preact';
 import { useEffect, useRef, useState } from 'preact/hooks';
-import { ConfirmDialog } from '../components/dialog';
+import { ConfirmDialog, Modal } from '../components/dialog';
 import { notify, notifyError } from '../components/toast';
 import { ErrorState, Facts, JsonBlock, Link, Loading, PageHeader, StatusBadge } from '../components/ui';
 import { WorkerName } from '../components/worker-name';
@@ -31,6 +31,7 @@ const EVENT_LABELS: Record<string, string> = {
   snooze: 'Snoozed by its worker (no attempt used)',
   expire: 'Expired',
   purge: 'Purged',
+  edit: 'Edited',
 };
 
 function Timeline({ id, reloadKey }: { id: string; reloadKey: string }): JSX.Element {
@@ -57,6 +58,8 @@ function Timeline({ id, reloadKey }: { id: string; reloadKey: string }): JSX.Ele
             {h.worker_id ? <> · worker <WorkerName id={h.worker_id} /></> : null}
           </div>
           {h.message ? <pre class="timeline-message">{h.message}</pre> : null}
+          {h.details?.fields?.length ? <div class="muted small" data-testid="timeline-changes">changed {h.details.fields.join(', ')}</div> : null}
+          {h.actor ? <div class="muted small">by <span class="mono">{h.actor}</span></div> : null}
         </li>
       ))}
     </ol>
@@ -247,14 +250,78 @@ function PriorityForm({ job, onDone }: { job: Job; onDone: () => void }): JSX.El
   );
 }
 
+/** The statuses PATCH /jobs/{id} accepts. */
+const EDITABLE = new Set(['pending', 'scheduled', 'deadletter', 'failed']);
+
+/** Extension: edits payload, priority, max_retries and queue (PATCH /jobs/{id}); only what changed is sent. */
+function EditDialog({ job, onClose, onDone }: { job: Job; onClose: () => void; onDone: () => void }): JSX.Element {
+  const [busy, setBusy] = useState(false);
+  const [error, setError] = useState<string | null>(null);
+  const submit = async (event: Event) => {
+    event.preventDefault();
+    const form = new FormData(event.target as HTMLFormElement);
+    const body: Record<string, unknown> = {};
+    const text = String(form.get('payload') ?? '');
+    let payload: unknown;
+    try {
+      payload = JSON.parse(text);
+    } catch {
+      setError('Payload is not valid JSON');
+      return;
+    }
+    if (JSON.stringify(payload) !== JSON.stringify(job.payload)) body.payload = payload;
+    const priority = Number(form.get('priority'));
+    if (priority !== job.priority) body.priority = priority;
+    const maxRetries = Number(form.get('max_retries'));
+    if (maxRetries !== job.max_retries) body.max_retries = maxRetries;
+    const queue = String(form.get('queue_name') ?? '').trim();
+    if (queue !== job.queue_name) body.queue_name = queue;
+    if (Object.keys(body).length === 0) {
+      onClose();
+      return;
+    }
+    setBusy(true);
+    setError(null);
+    try {
+      await api('PATCH', `/jobs/${job.id}`, { body });
+      notify(job.status === 'deadletter' ? 'Job edited; it stays dead-lettered until you retry it' : 'Job edited');
+      onDone();
+      onClose();
+    } catch (err) {
+      setError(errorMessage(err));
+      setBusy(false);
+    }
+  };
+  return (
+    <Modal title="Edit this job" onClose={onClose} wide>
+      <form class="form" onSubmit={submit} data-testid="edit-job">
+        <label>Payload (JSON)<textarea name="payload" class="mono" rows={8} defaultValue={JSON.stringify(job.payload, null, 2)} /></label>
+        <div class="form-row">
+          <label>Priority<input name="priority" type="number" min={-100} max={100} step={1} required defaultValue={String(job.priority)} /></label>
+          <label>Max retries<input name="max_retries" type="number" min={0} max={100} step={1} required defaultValue={String(job.max_retries)} /></label>
+          <label>Queue<input name="queue_name" required maxLength={100} defaultValue={job.queue_name} /></label>
+        </div>
+        {job.status === 'deadletter' || job.status === 'failed' ? <p class="muted small">The job stays {job.status === 'failed' ? 'failed' : 'dead-lettered'}: retry it afterwards to run the edited job.</p> : null}
+        {error ? <p class="form-error" role="alert">{error}</p> : null}
+        <div class="form-actions">
+          <button type="button" onClick={onClose} disabled={busy}>Cancel</button>
+          <button type="submit" class="primary" disabled={busy}>{busy ? 'Saving…' : 'Save'}</button>
+        </div>
+      </form>
+    </Modal>
+  );
+}
+
 function Actions({ job, reload }: { job: Job; reload: () => void }): JSX.Element {
-  const [confirm, setConfirm] = useState<'cancel' | 'retry' | null>(null);
+  const [confirm, setConfirm] = useState<'cancel' | 'retry' | 'edit' | null>(null);
   const cancellable = job.status === 'pending' || job.status === 'scheduled' || job.status === 'processing';
   const retryable = job.status === 'failed' || job.status === 'deadletter';
   return (
     <div class="page-actions">
       {job.status === 'pending' || job.status === 'scheduled' ? <PriorityForm job={job} onDone={reload} /> : null}
+      {EDITABLE.has(job.status) ? <button type="button" onClick={() => setConfirm('edit')}>Edit</button> : null}
       {retryable ? <button type="button" class="primary" onClick={() => setConfirm('retry')}>Retry now</button> : null}
+      {confirm === 'edit' ? <EditDialog job={job} onClose={() => setConfirm(null)} onDone={reload} /> : null}
       {cancellable ? <button type="button" class="danger" onClick={() => setConfirm('cancel')}>Cancel job</button> : null}
       {confirm === 'retry' ? (
         <ConfirmDialog title="Retry this job?" confirmLabel="Retry" onClose={() => setConfirm(null)} onConfirm={async () => {

@@ -5,6 +5,7 @@
 -- second history row. Returns one row per job that exists.
 -- Cancelled workflow jobs update their workflow's counters and status in the
 -- same statement; their dependents stay blocked (docs/workflows.md).
+-- $3: who asked (job_history.actor, migration 031), NULL when unknown.
 WITH target AS (
   SELECT id, status, cancel_requested_at
   FROM spool.jobs
@@ -26,10 +27,10 @@ requested AS (
   RETURNING j.id, j.organization_id, j.queue_name, j.assigned_worker_id, j.lease_id
 ),
 history AS (
-  INSERT INTO spool.job_history (organization_id, job_id, queue_name, event, from_status, to_status, worker_id, lease_id)
-  SELECT organization_id, id, queue_name, 'cancel', from_status, 'cancelled', NULL, NULL FROM cancelled
+  INSERT INTO spool.job_history (organization_id, job_id, queue_name, event, from_status, to_status, worker_id, lease_id, actor)
+  SELECT organization_id, id, queue_name, 'cancel', from_status, 'cancelled', NULL, NULL, $3::text FROM cancelled
   UNION ALL
-  SELECT organization_id, id, queue_name, 'cancel_requested', 'processing', 'processing', assigned_worker_id, lease_id FROM requested
+  SELECT organization_id, id, queue_name, 'cancel_requested', 'processing', 'processing', assigned_worker_id, lease_id, $3::text FROM requested
 ),
 workflow_delta AS (
   SELECT workflow_id, count(*)::int AS cancelled, count(*) FILTER (WHERE dependencies_met IS FALSE)::int AS unblocked

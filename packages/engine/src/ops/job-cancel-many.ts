@@ -12,9 +12,9 @@ const statement = sqlFile(import.meta.url, './job-cancel-many.sql');
  */
 export type CancelOutcome = 'cancelled' | 'cancel_requested' | 'conflict' | 'not_found';
 
-export async function jobCancelMany(db: Queryable, organizationId: string, ids: string[]): Promise<Map<string, { outcome: CancelOutcome; previousStatus: JobStatus | null }>> {
+export async function jobCancelMany(db: Queryable, organizationId: string, ids: string[], actor: string | null = null): Promise<Map<string, { outcome: CancelOutcome; previousStatus: JobStatus | null }>> {
   const valid = ids.filter(isUuid);
-  const rows = valid.length === 0 ? [] : await run<{ id: string; previous_status: JobStatus; outcome: CancelOutcome }>(db, statement, [organizationId, valid]);
+  const rows = valid.length === 0 ? [] : await run<{ id: string; previous_status: JobStatus; outcome: CancelOutcome }>(db, statement, [organizationId, valid, actor]);
   const byId = new Map(rows.map((row) => [row.id, row]));
   return new Map(ids.map((id) => {
     const row = byId.get(id);

@@ -14,6 +14,10 @@ export interface JobHistoryRow {
   lease_id: string | null;
   message: string | null;
   created_at: Date;
+  /** Who asked for the change (an edit, a retry or cancel through the API); null for the server's own moves (migration 031). */
+  actor: string | null;
+  /** What an edit changed: `{ fields, from, to }` (job-edit.sql); null for other events. */
+  details: Record<string, unknown> | null;
 }
 
 /**

@@ -3,6 +3,7 @@
 -- DLQ replay ($5 = true: retry_count reset to 0, docs/compatibility.md §3.6). Selection:
 -- the given ids ($2), else the oldest $4 of queue $3, else of the organization;
 -- always only of the caller's queues ($7: LIKE patterns, NULL = all).
+-- $8: who asked (job_history.actor, migration 031), NULL when unknown.
 WITH target AS (
   SELECT id, status
   FROM spool.jobs
@@ -36,8 +37,8 @@ unlisted AS (
   DELETE FROM spool.dead_letter_queue d USING retried r WHERE d.job_id = r.id
 ),
 history AS (
-  INSERT INTO spool.job_history (organization_id, job_id, queue_name, event, from_status, to_status)
-  SELECT organization_id, id, queue_name, 'retry', from_status, 'pending' FROM retried
+  INSERT INTO spool.job_history (organization_id, job_id, queue_name, event, from_status, to_status, actor)
+  SELECT organization_id, id, queue_name, 'retry', from_status, 'pending', $8::text FROM retried
 ),
 -- A retried workflow job no longer counts as failed; a failed workflow runs again.
 workflow_delta AS (

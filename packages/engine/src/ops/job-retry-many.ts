@@ -18,6 +18,8 @@ export interface RetryParams {
   from: readonly JobStatus[];
   /** The caller's queues as LIKE patterns; null or absent = every queue. */
   queues?: string[] | null;
+  /** Who asked (job_history.actor); null or absent when unknown. */
+  actor?: string | null;
 }
 
 /** Moves failed/dead-lettered jobs back to pending, claimable at once. Returns the updated rows. */
@@ -25,5 +27,5 @@ export async function jobRetryMany(db: Queryable, params: RetryParams): Promise<
   const ids = params.ids == null ? null : params.ids.filter(isUuid);
   if (ids !== null && ids.length === 0) return [];
   const limit = clamp(Math.trunc(params.limit ?? ids?.length ?? LIMITS.claimLimitMax), 1, 10_000);
-  return run<JobRow>(db, statement, [params.organizationId, ids, params.queueName ?? null, limit, params.resetRetryCount, params.from, params.queues ?? null]);
+  return run<JobRow>(db, statement, [params.organizationId, ids, params.queueName ?? null, limit, params.resetRetryCount, params.from, params.queues ?? null, params.actor ?? null]);
 }

@@ -10,7 +10,8 @@
 -- failed attempts (reported, or a lease that expired) unless they ended a
 -- cancellation; retried = failed attempts put back for another try (as
 -- spooled_job_retries_total); deadlettered = jobs that failed for good;
--- expired = jobs whose expires_at passed before they ran.
+-- expired = jobs whose expires_at passed before they ran. An edit counts
+-- nothing: a dead-lettered job edited stays dead-lettered (migration 031).
 --
 -- Durations read the jobs of the rows (primary-key lookups; nothing is
 -- written per job):
@@ -45,7 +46,7 @@ counts AS (
          coalesce(sum(n) FILTER (WHERE event = 'complete'), 0)::int AS completed,
          coalesce(sum(n) FILTER (WHERE event IN ('fail_retry', 'fail_final', 'lease_expired', 'timeout') AND to_status IS DISTINCT FROM 'cancelled'), 0)::int AS failed,
          coalesce(sum(n) FILTER (WHERE event IN ('fail_retry', 'lease_expired', 'timeout') AND to_status IN ('pending', 'scheduled')), 0)::int AS retried,
-         coalesce(sum(n) FILTER (WHERE to_status IN ('failed', 'deadletter')), 0)::int AS deadlettered,
+         coalesce(sum(n) FILTER (WHERE to_status IN ('failed', 'deadletter') AND event <> 'edit'), 0)::int AS deadlettered,
          coalesce(sum(n) FILTER (WHERE event = 'expire'), 0)::int AS expired
   FROM kept
   GROUP BY organization_id, queue_name, minute

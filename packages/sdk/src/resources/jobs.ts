@@ -141,6 +141,22 @@ export interface BulkEnqueueResult {
   failureCount: number;
 }
 
+/**
+ * Spool extension: what `jobs.update` changes; absent fields stay as they
+ * are, and at least one must be given.
+ */
+export interface UpdateJobParams<P = Json> {
+  payload?: P;
+  priority?: number;
+  /** Moves the job to another queue (the key needs both queues). */
+  queueName?: string;
+  maxRetries?: number;
+  /** null clears them. */
+  tags?: Record<string, unknown> | null;
+  /** Pending or scheduled jobs only: in the future makes the job scheduled; now, the past or null makes it due now. */
+  scheduledAt?: Date | string | null;
+}
+
 export interface SetPriorityResult {
   jobId: string;
   oldPriority: number;
@@ -422,6 +438,18 @@ export class JobsResource extends Resource {
   /** Moves a failed or dead-lettered job back to pending; returns the job. */
   retry<P = Json>(id: string, options?: CallOptions): Promise<Job<P>> {
     return this.call({ method: 'POST', path: `/api/v1/jobs/${seg(id)}/retry` }, options);
+  }
+
+  /**
+   * Spool extension: edits a pending, scheduled or dead-lettered job and
+   * returns it. A dead-lettered job stays dead-lettered: `retry` it
+   * afterwards to run the edited job. A processing or finished job throws
+   * ConflictError (409; cancel it first). Recorded in the job's history with
+   * the credential that asked. Safe to repeat: an edit that changes nothing
+   * writes nothing.
+   */
+  update<P = Json>(id: string, params: UpdateJobParams<P>, options?: CallOptions): Promise<Job<P>> {
+    return this.call({ method: 'PATCH', path: `/api/v1/jobs/${seg(id)}`, body: params, idempotent: true }, options);
   }
 
   setPriority(id: string, priority: number, options?: CallOptions): Promise<SetPriorityResult> {

@@ -45,6 +45,7 @@ import type {
   DlqResource,
   RetryDlqParams,
   SetPriorityResult,
+  UpdateJobParams,
 } from '../resources/jobs.js';
 
 export type JobsApi = Pick<JobsResource, keyof JobsResource>;
@@ -163,6 +164,33 @@ export class FakeJobs implements JobsApi {
     const job = this.find(id);
     if (job.status !== 'failed' && job.status !== 'deadletter') refuse(409, 'CONFLICT', `Job ${id} is ${job.status}`);
     this.#set(job, 'pending', { retryCount: job.retryCount + 1, lastError: null, scheduledAt: null });
+    return clone(job) as Job<P>;
+  }
+
+  async update<P = Json>(id: string, params: UpdateJobParams<P>): Promise<Job<P>> {
+    const job = this.find(id);
+    const given = Object.entries(params).filter(([, value]) => value !== undefined);
+    if (given.length === 0) refuse(400, 'VALIDATION_ERROR', 'Send at least one of payload, priority, queue_name, max_retries, tags, scheduled_at');
+    const waiting = job.status === 'pending' || job.status === 'scheduled';
+    if (!waiting && job.status !== 'deadletter' && job.status !== 'failed') {
+      refuse(409, 'CONFLICT', `Job is ${job.status}: only pending, scheduled or dead-lettered jobs can be edited`);
+    }
+    if (params.scheduledAt !== undefined && !waiting) refuse(409, 'CONFLICT', `Job is ${job.status}: scheduled_at applies to pending or scheduled jobs`);
+    if (params.maxRetries !== undefined && waiting && params.maxRetries < job.retryCount) {
+      refuse(400, 'VALIDATION_ERROR', `max_retries ${params.maxRetries} is below the job's retry_count ${job.retryCount}`);
+    }
+    const changes: Partial<Job> = {};
+    if (params.payload !== undefined) changes.payload = clone(params.payload);
+    if (params.priority !== undefined) changes.priority = params.priority;
+    if (params.queueName !== undefined) changes.queueName = params.queueName;
+    if (params.maxRetries !== undefined) changes.maxRetries = params.maxRetries;
+    if (params.tags !== undefined) changes.tags = clone(params.tags);
+    let status = job.status;
+    if (params.scheduledAt !== undefined) {
+      changes.scheduledAt = params.scheduledAt === null ? null : iso(params.scheduledAt);
+      status = changes.scheduledAt !== null && changes.scheduledAt > this.#now().toISOString() ? 'scheduled' : 'pending';
+    }
+    this.#set(job, status, changes);
     return clone(job) as Job<P>;
   }
 

@@ -127,6 +127,18 @@ export function requireAuth(app: FastifyInstance, services: AuthServices): void 
   });
 }
 
+/**
+ * Who a request's credential is, as job_history records it (`actor`,
+ * migration 031): `api_key:<key id>` for an API key; for an access token,
+ * which always stands for the key it was exchanged for, that key and its
+ * login session: `api_key:<key id>/session:<session id>`.
+ */
+export function actorOf(auth: AuthContext): string {
+  const key = `api_key:${auth.apiKeyId}`;
+  if (auth.via !== 'jwt' || !auth.token) return key;
+  return `${key}/session:${auth.token.sid ?? auth.token.jti}`;
+}
+
 /** The caller's auth context inside an authenticated scope. */
 export function authOf(request: FastifyRequest): AuthContext {
   if (!request.auth) throw new AuthenticationError();

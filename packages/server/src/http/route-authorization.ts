@@ -7,9 +7,11 @@ import { authorize, isOperation, type Grant, type Operation } from '../authoriza
  * What a route addresses, checked before its handler runs:
  * - `job`: the job in the `:id` path parameter (404 when out of the key's reach);
  * - `queue`: the queue in the `:name` path parameter (403);
- * - `body_queue`: the body's `queue_name`, when present (403).
+ * - `body_queue`: the body's `queue_name`, when present (403);
+ * - `job_and_body_queue`: both, the job first (a job moved to another queue
+ *   must be within reach where it is and where it goes).
  */
-export type Addresses = 'job' | 'queue' | 'body_queue';
+export type Addresses = 'job' | 'queue' | 'body_queue' | 'job_and_body_queue';
 
 declare module 'fastify' {
   interface FastifyContextConfig {
@@ -38,18 +40,12 @@ export function requireAuthorization(app: FastifyInstance, db: Db): void {
     const config = request.routeOptions.config;
     const grant = authorize(request.auth, config.operation!);
     request.grant = grant;
-    switch (config.addresses) {
-      case 'job':
-        await grant.job(db, (request.params as { id: string }).id);
-        break;
-      case 'queue':
-        grant.queue((request.params as { name: string }).name);
-        break;
-      case 'body_queue': {
-        const queue = (request.body as { queue_name?: unknown } | undefined)?.queue_name;
-        if (typeof queue === 'string') grant.queue(queue);
-        break;
-      }
+    const addresses = config.addresses;
+    if (addresses === 'job' || addresses === 'job_and_body_queue') await grant.job(db, (request.params as { id: string }).id);
+    if (addresses === 'queue') grant.queue((request.params as { name: string }).name);
+    if (addresses === 'body_queue' || addresses === 'job_and_body_queue') {
+      const queue = (request.body as { queue_name?: unknown } | undefined)?.queue_name;
+      if (typeof queue === 'string') grant.queue(queue);
     }
   });
 }

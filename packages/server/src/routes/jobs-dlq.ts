@@ -3,6 +3,7 @@ import { Type, type Static } from 'typebox';
 import { ValidationError } from '@spool/protocol';
 import { dlqList, dlqPurge, jobRetryMany } from '@spool/engine';
 import type { AppContext } from '../app.js';
+import { actorOf } from '../http/auth.js';
 import { grantOf } from '../http/route-authorization.js';
 import { DateTime, QueueName, nullable } from '../wire/common.js';
 import { JobSummarySchema, jobSummaryToWire } from '../wire/job.js';
@@ -78,6 +79,7 @@ export function jobDlqRoutes(app: FastifyInstance, ctx: AppContext): void {
       limit: ids ? ids.length : body.limit ?? 100,
       resetRetryCount: true,
       from: ['deadletter'],
+      actor: actorOf(grant.auth),
     });
     return { retried_count: rows.length, retried_jobs: rows.map((row) => row.id) };
   });

@@ -5,6 +5,7 @@ import {
   JOB_ORDER_COLUMNS,
   isUuid,
   jobCancelMany,
+  jobEdit,
   jobExplain,
   jobGet,
   jobList,
@@ -12,12 +13,16 @@ import {
   jobSetPriority,
   jobStats,
   jobStatusMany,
+  type JobEdit,
+  type JobEditOutcome,
   type JobOrderColumn,
   type JobRow,
   type NewJob,
 } from '@spool/engine';
 import type { AppContext } from '../app.js';
+import { actorOf } from '../http/auth.js';
 import { grantOf } from '../http/route-authorization.js';
+import { enforceJobLimits } from '../http/plan-limits.js';
 import { contractChoice, contractInt } from '../http/warnings.js';
 import { admitJobs, enqueueAdmitted } from '../http/job-admission.js';
 import { checkedTraceContext, enqueueTraceHeaders } from '../http/trace-context.js';
@@ -129,7 +134,40 @@ const StatusRowSchema = Type.Object({
 
 const BATCH_STATUS_MAX = 100;
 
-/** Jobs: create, read, list, stats, batch status, cancel, retry, priority (docs/compatibility.md §3.3). */
+/** Extension: PATCH /jobs/{id}. Each field is checked as POST /jobs checks it; others are refused, not ignored. */
+const UpdateJobBody = Type.Object({
+  payload: Type.Optional(Type.Unknown({ description: 'the new payload (any JSON, null included)' })),
+  priority: Type.Optional(Priority),
+  queue_name: Type.Optional(QueueName),
+  max_retries: Type.Optional(MaxRetries),
+  tags: Type.Optional(nullable(Tags)),
+  scheduled_at: Type.Optional(nullable(DateTime)),
+}, { additionalProperties: false });
+type UpdateJobBody = Static<typeof UpdateJobBody>;
+const UPDATE_FIELDS = ['payload', 'priority', 'queue_name', 'max_retries', 'tags', 'scheduled_at'] as const;
+
+/** The error for an edit job-edit.sql refused, saying why and what to do instead. */
+function editRefusal(id: string, refused: Extract<JobEditOutcome, { outcome: 'refused' }>, body: UpdateJobBody): Error {
+  const status = refused.status;
+  switch (refused.refusal) {
+    case 'status': {
+      const instead = status === 'processing'
+        ? 'cancel it first (DELETE /jobs/{id}) and enqueue a new job, or wait until it ends; a dead-lettered job can then be edited'
+        : status === 'completed'
+          ? 'enqueue a new job instead'
+          : 'enqueue a new job instead (a cancelled job is not retried)';
+      return new ConflictError(`Job is ${status}: only pending, scheduled or dead-lettered jobs can be edited; ${instead}`, { job_id: id, status });
+    }
+    case 'scheduled_at':
+      return new ConflictError(`Job is ${status}: scheduled_at applies to pending or scheduled jobs; a dead-lettered job runs when it is retried (POST /jobs/{id}/retry)`, { job_id: id, status, field: 'scheduled_at' });
+    case 'expires_at':
+      return new ValidationError(`scheduled_at must be earlier than the job's expires_at (${refused.expiresAt?.toISOString()})`, { field: 'scheduled_at', expires_at: refused.expiresAt?.toISOString() ?? null });
+    case 'max_retries':
+      return new ValidationError(`max_retries ${body.max_retries} is below the job's retry_count ${refused.retryCount}: a ${status} job must keep at least the retries it has used (a dead-lettered job may go lower: its replay starts again)`, { field: 'max_retries', retry_count: refused.retryCount });
+  }
+}
+
+/** Jobs: create, read, list, stats, batch status, cancel, retry, priority, edit (docs/compatibility.md §3.3). */
 export function jobRoutes(app: FastifyInstance, ctx: AppContext): void {
   const policy = webhookPolicy(ctx.config);
   app.post<{ Body: CreateJobBody }>('/jobs', {
@@ -253,7 +291,8 @@ export function jobRoutes(app: FastifyInstance, ctx: AppContext): void {
     },
   }, async (request, reply) => {
     const id = request.params.id.toLowerCase();
-    const outcome = (await jobCancelMany(ctx.db, grantOf(request).organizationId, [id])).get(id)!;
+    const grant = grantOf(request);
+    const outcome = (await jobCancelMany(ctx.db, grant.organizationId, [id], actorOf(grant.auth))).get(id)!;
     switch (outcome.outcome) {
       case 'cancelled':
         return reply.code(204).send();
@@ -270,11 +309,58 @@ export function jobRoutes(app: FastifyInstance, ctx: AppContext): void {
     config: { operation: 'job.retry', addresses: 'job' },
     schema: { tags: ['jobs'], summary: 'Retry a failed or dead-lettered job now (body ignored)', params: IdParams, response: { 200: JobSchema } },
   }, async (request) => {
-    const { organizationId } = grantOf(request);
-    const [row] = await jobRetryMany(ctx.db, { organizationId, ids: [request.params.id.toLowerCase()], resetRetryCount: false, from: ['failed', 'deadletter'] });
+    const grant = grantOf(request);
+    const { organizationId } = grant;
+    const [row] = await jobRetryMany(ctx.db, { organizationId, ids: [request.params.id.toLowerCase()], resetRetryCount: false, from: ['failed', 'deadletter'], actor: actorOf(grant.auth) });
     if (row) return jobToWire(row);
     const job = await loadJob(ctx, organizationId, request.params.id);
     throw new ConflictError(`Job is ${job.status}: only failed or dead-lettered jobs can be retried`, { job_id: job.id, status: job.status });
+  });
+
+  app.patch<{ Params: { id: string }; Body: UpdateJobBody }>('/jobs/:id', {
+    // A move to another queue needs the key's access to both: the job's queue (404 like any job out of reach) and the new one (403).
+    config: { operation: 'job.update', addresses: 'job_and_body_queue' },
+    schema: {
+      tags: ['jobs', 'extension'],
+      summary: 'Extension: edit a pending, scheduled or dead-lettered job (payload, priority, queue_name, max_retries, tags, scheduled_at)',
+      description: 'Send any of the fields; an empty body is a 400 and unknown fields are refused. A processing or finished job is a 409 CONFLICT '
+        + '(cancel it first, or wait for it to end). A dead-lettered job stays dead-lettered: replay it with POST /jobs/{id}/retry or POST /jobs/dlq/retry, '
+        + 'which run the edited job. The edit is recorded in the job\'s history (event `edit`, with the credential as `actor` and the changed fields). '
+        + 'scheduled_at (pending or scheduled jobs only): in the future makes the job scheduled; now, the past or null makes it pending, due at once. '
+        + 'Answers the job as GET /jobs/{id} does (docs/jobs-api.md, "Edit a job").',
+      params: IdParams,
+      body: UpdateJobBody,
+      response: { 200: JobSchema },
+    },
+  }, async (request) => {
+    const body = request.body ?? {};
+    const given = UPDATE_FIELDS.filter((field) => body[field] !== undefined);
+    if (given.length === 0) throw new ValidationError(`Send at least one of ${UPDATE_FIELDS.join(', ')}`, { fields: UPDATE_FIELDS });
+    const grant = grantOf(request);
+    if (body.payload !== undefined) {
+      const payloadBytes = checkJobLimits(body);
+      await enforceJobLimits(ctx, grant.auth, 0, payloadBytes);
+    } else {
+      checkJobLimits({ payload: null, tags: body.tags });
+    }
+    const edit: JobEdit = {
+      payload: body.payload,
+      priority: body.priority,
+      queueName: body.queue_name,
+      maxRetries: body.max_retries,
+      tags: body.tags === undefined ? undefined : (body.tags as Record<string, unknown> | null),
+      scheduledAt: body.scheduled_at === undefined ? undefined : body.scheduled_at === null ? null : new Date(body.scheduled_at),
+    };
+    const id = request.params.id.toLowerCase();
+    const result = await jobEdit(ctx.db, { organizationId: grant.organizationId, id, edit, actor: actorOf(grant.auth), queues: grant.queueFilter });
+    switch (result.outcome) {
+      case 'edited':
+        return jobToWire(result.job);
+      case 'not_found':
+        throw new NotFoundError('Job not found', { job_id: id });
+      case 'refused':
+        throw editRefusal(id, result, body);
+    }
   });
 
   app.put<{ Params: { id: string }; Body: { priority: number } }>('/jobs/:id/priority', {

@@ -2,7 +2,7 @@
  * A queue's configured max_retries and default_timeout are the defaults of
  * the jobs enqueued to it without their own values, on every path that
  * creates jobs from a request (REST single and bulk, gRPC, workflows,
- * incoming webhooks). Before, the config was stored, echoed and ignored.
+ * incoming webhooks, cron). Before, the config was stored, echoed and ignored.
  */
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
@@ -62,6 +62,18 @@ describe("a queue's max_retries and default_timeout", () => {
     assert.equal(ingested.status, 200, ingested.text);
     const { rows } = await server.spool.db.query<{ max_retries: number; timeout_seconds: number }>("SELECT max_retries, timeout_seconds FROM spool.jobs WHERE queue_name = 'qd' AND payload->>'via' = 'webhook'");
     assert.deepEqual([rows[0]!.max_retries, rows[0]!.timeout_seconds], [9, 42]);
+  });
+
+  it('cron: a schedule without its own max_retries / timeout_seconds gives its jobs the queue\'s; one with them, its own', async () => {
+    const plain = await server.request('POST', '/api/v1/schedules', { body: { name: 'qd-cron', cron_expression: '0 0 0 * * *', queue_name: 'qd', payload_template: {} } });
+    assert.equal(plain.status, 201, plain.text);
+    const fired = await server.request('POST', `/api/v1/schedules/${plain.body.id}/trigger`);
+    assert.deepEqual(await settings(fired.body.job_id), [9, 42]);
+    const own = await server.request('POST', '/api/v1/schedules', { body: { name: 'qd-cron-own', cron_expression: '0 0 0 * * *', queue_name: 'qd', payload_template: {}, max_retries: 1, timeout_seconds: 7 } });
+    assert.deepEqual(await settings((await server.request('POST', `/api/v1/schedules/${own.body.id}/trigger`)).body.job_id), [1, 7]);
+    // Given later by an update: from then on the schedule's own.
+    await server.request('PUT', `/api/v1/schedules/${plain.body.id}`, { body: { max_retries: 2 } });
+    assert.deepEqual(await settings((await server.request('POST', `/api/v1/schedules/${plain.body.id}/trigger`)).body.job_id), [2, 42]);
   });
 
   it('a queue without config keeps the server defaults (3 retries, 300 s)', async () => {

@@ -4,8 +4,8 @@
 WITH created AS (
   INSERT INTO spool.schedules (id, organization_id, name, description, cron_expression, timezone, queue_name,
                                payload_template, priority, max_retries, timeout_seconds, is_active, missed_policy,
-                               next_run_at, tags, metadata, timeout_set)
-  VALUES ($1, $2, $3, $4, $5, $6, $7, $8::jsonb, $9, $10, $11, $12, $13, $14, $15::jsonb, $16::jsonb, $17)
+                               next_run_at, tags, metadata, timeout_set, max_retries_set)
+  VALUES ($1, $2, $3, $4, $5, $6, $7, $8::jsonb, $9, $10, $11, $12, $13, $14, $15::jsonb, $16::jsonb, $17, $18)
   RETURNING *
 )
 SELECT c.*

@@ -22,6 +22,7 @@ interface DueSchedule {
   payload_template: unknown;
   priority: number;
   max_retries: number;
+  max_retries_set: boolean;
   timeout_seconds: number;
   timeout_set: boolean;
   tags: unknown;

@@ -32,6 +32,8 @@ export interface ScheduleRow {
   timeout_seconds: number;
   /** timeout_seconds was given (create or update): the jobs it fires are enforced (migration 026). */
   timeout_set: boolean;
+  /** max_retries was given (at creation or by an update); else the schedule's jobs take the queue's (migration 032). */
+  max_retries_set: boolean;
   is_active: boolean;
   missed_policy: MissedPolicy;
   last_run_at: Date | null;
@@ -109,6 +111,7 @@ export async function scheduleCreate(db: Queryable, input: NewSchedule, now: Dat
     uuidv7(), input.organizationId, input.name, input.description ?? null, input.cronExpression, timezone, input.queueName,
     JSON.stringify(input.payloadTemplate ?? {}), input.priority ?? 0, input.maxRetries ?? 3, input.timeoutSeconds ?? 300,
     isActive, input.missedPolicy ?? 'once', nextRunAt, json(input.tags), json(input.metadata), input.timeoutSeconds !== undefined,
+    input.maxRetries !== undefined,
   ]);
   return rows[0]!;
 }
@@ -165,6 +168,7 @@ export async function scheduleUpdate(db: Db, organizationId: string, id: string,
       organizationId, id, next.name, next.description, next.cron_expression, next.timezone, next.queue_name,
       JSON.stringify(next.payload_template ?? {}), next.priority, next.max_retries, next.timeout_seconds,
       next.is_active, next.missed_policy, nextRunAt, json(next.tags), json(next.metadata), current.timeout_set || patch.timeoutSeconds !== undefined,
+      current.max_retries_set || patch.maxRetries !== undefined,
     ]);
     return rows[0]!;
   });
@@ -178,18 +182,18 @@ export async function scheduleDelete(db: Queryable, organizationId: string, id: 
 
 /**
  * The job a schedule creates: its queue, payload template, priority, retries,
- * timeout and (object) tags. A timeout the schedule was not given is left to
- * the queue's default, as for any job enqueued without one, so that only a
- * chosen timeout is enforced by the server.
+ * timeout and (object) tags. Retries and a timeout the schedule was not
+ * given are left to the queue's defaults, as for any job enqueued without
+ * them (so that only a chosen timeout is enforced by the server).
  */
-export function jobFromSchedule(schedule: Pick<ScheduleRow, 'organization_id' | 'queue_name' | 'payload_template' | 'priority' | 'max_retries' | 'timeout_seconds' | 'timeout_set' | 'tags'>): NewJob {
+export function jobFromSchedule(schedule: Pick<ScheduleRow, 'organization_id' | 'queue_name' | 'payload_template' | 'priority' | 'max_retries' | 'max_retries_set' | 'timeout_seconds' | 'timeout_set' | 'tags'>): NewJob {
   const tags = schedule.tags;
   return {
     organizationId: schedule.organization_id,
     queueName: schedule.queue_name,
     payload: schedule.payload_template,
     priority: schedule.priority,
-    maxRetries: schedule.max_retries,
+    maxRetries: schedule.max_retries_set ? schedule.max_retries : undefined,
     timeoutSeconds: schedule.timeout_set ? schedule.timeout_seconds : undefined,
     tags: tags !== null && typeof tags === 'object' && !Array.isArray(tags) ? (tags as Record<string, unknown>) : null,
   };

@@ -189,6 +189,28 @@ describe('dashboard', { timeout: 180_000 }, () => {
     d.assertNoConsoleErrors();
   });
 
+  it('configures flow control for a queue: rate limit, burst, per-key limit, fair share with weights', async () => {
+    await api('PUT', '/queues/flow-q/config', { max_retries: 2 });
+    const d = await signedIn('/queues');
+    const { page } = d;
+    await page.locator('tr[data-queue="flow-q"]').getByRole('button', { name: 'Configure' }).click();
+    const dialog = page.getByRole('dialog', { name: 'Configure flow-q' });
+    await dialog.getByLabel(/^Rate limit \(jobs\/s/).fill('50');
+    await dialog.getByLabel(/^Rate limit burst/).fill('5');
+    await dialog.getByLabel(/^Per-key concurrency limit/).fill('1');
+    await dialog.getByLabel(/^Fair share/).selectOption('round_robin');
+    await dialog.getByLabel(/^Fairness weights/).fill('vip = 3\nbad line');
+    await dialog.getByRole('button', { name: 'Save' }).click();
+    await dialog.getByRole('alert').filter({ hasText: 'line 2' }).waitFor();
+    await dialog.getByLabel(/^Fairness weights/).fill('vip = 3\nacme=2');
+    await dialog.getByRole('button', { name: 'Save' }).click();
+    await dialog.waitFor({ state: 'detached' });
+    const config = await api('GET', '/queues/flow-q');
+    assert.deepEqual([config.rate_limit, config.rate_limit_burst, config.concurrency_key_limit, config.fairness, config.max_retries], [50, 5, 1, 'round_robin', 2]);
+    assert.deepEqual(config.fairness_weights, [{ key: 'acme', weight: 2 }, { key: 'vip', weight: 3 }]);
+    d.assertNoConsoleErrors();
+  });
+
   it('pauses and resumes a queue', async () => {
     await api('PUT', '/queues/pause-q/config', { max_retries: 2 });
     await api('POST', '/jobs', { queue_name: 'pause-q', payload: {} });

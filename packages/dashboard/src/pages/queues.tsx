@@ -70,8 +70,19 @@ function ConfigDialog({ name, onClose, onSaved }: { name: string; onClose: () =>
       if (form.has(field)) body[field] = int(field);
     }
     if (form.has('fairness')) body.fairness = String(form.get('fairness')) === '' ? null : String(form.get('fairness'));
+    if (form.has('fairness_weights')) {
+      // One "key = weight" per line; empty clears the weights.
+      const lines = String(form.get('fairness_weights')).split('\n').map((line) => line.trim()).filter(Boolean);
+      const weights = lines.map((line) => /^(.+?)\s*=\s*(\d+)$/.exec(line));
+      const bad = weights.findIndex((m) => m === null);
+      if (bad >= 0) {
+        setError(`Fairness weights, line ${bad + 1}: write key = weight (a whole number from 1 to 100)`);
+        return;
+      }
+      body.fairness_weights = weights.length === 0 ? null : weights.map((m) => ({ key: m![1]!, weight: Number(m![2]) }));
+    }
     // Empty means "none" (or "the default") for the limits, "unchanged" for the rest.
-    const nullable = ['rate_limit', 'concurrency_limit', 'rate_limit_burst', 'concurrency_key_limit', 'fairness'];
+    const nullable = ['rate_limit', 'concurrency_limit', 'rate_limit_burst', 'concurrency_key_limit', 'fairness', 'fairness_weights'];
     for (const key of Object.keys(body)) if (body[key] === null && !nullable.includes(key)) delete body[key];
     setBusy(true);
     setError(null);
@@ -105,6 +116,7 @@ function ConfigDialog({ name, onClose, onSaved }: { name: string; onClose: () =>
               <label>Concurrency limit (empty = none)<input name="concurrency_limit" type="number" min={1} defaultValue={c?.concurrency_limit ?? ''} /></label>
               <label>Per-key concurrency limit (jobs with the same concurrency_key; empty = none)<input name="concurrency_key_limit" type="number" min={1} max={100000} defaultValue={c?.concurrency_key_limit ?? ''} /></label>
               <label>Fair share across fairness keys<select name="fairness" defaultValue={c?.fairness ?? ''}><option value="">Off (oldest first)</option><option value="round_robin">Round robin</option></select></label>
+              <label>Fairness weights (one key = weight per line; others weigh 1)<textarea name="fairness_weights" rows={3} defaultValue={(c?.fairness_weights ?? []).map((w) => `${w.key} = ${w.weight}`).join('\n')} /></label>
               <label>Rate limit burst (jobs at once; empty = a tenth of the rate)<input name="rate_limit_burst" type="number" min={1} max={100000} defaultValue={c?.rate_limit_burst ?? ''} /></label>
             </fieldset>
           ) : null}

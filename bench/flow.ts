@@ -58,7 +58,7 @@ function maxInWindow(t: number[], windowMs: number): number {
 async function rateLimit(sys: SpoolSystem, rate: number): Promise<RateResult> {
   await sys.reset();
   const row = await queueConfigUpsert(sys.db, sys.organizationId, QUEUE, { rateLimit: rate, rateLimitBurst: null });
-  const burst = row.rate_limit_burst ?? Math.max(1, Math.ceil(rate / 10));
+  const burst = (await sys.db.query<{ burst: number }>('SELECT spool.rate_burst($1, $2) AS burst', [row.rate_limit, row.rate_limit_burst])).rows[0]!.burst;
   const jobs = rate * 12;
   await sys.preload(jobs, 1000);
   // The bucket fills while the backlog loads; drain from an empty one so the

@@ -32,7 +32,7 @@ facts AS (
          q.id IS NOT NULL AS configured,
          coalesce(q.enabled, true) AS enabled, q.paused_at, q.pause_reason,
          q.rate_limit,
-         coalesce(q.rate_limit_burst, greatest(1, ceil(q.rate_limit / 10.0)))::int AS rate_burst,
+         spool.rate_burst(q.rate_limit, q.rate_limit_burst) AS rate_burst,
          q.rate_tokens, q.rate_refilled_at,
          q.concurrency_limit, q.concurrency_key_limit
   FROM job
@@ -40,11 +40,8 @@ facts AS (
 )
 SELECT f.*,
        now() AS checked_at,
-       -- Same refill as queue-lock-capped.sql's bucket, at this statement's time.
-       CASE WHEN f.rate_limit IS NOT NULL THEN
-         least(f.rate_burst::float8,
-               coalesce(f.rate_tokens + greatest(0, extract(epoch FROM now() - f.rate_refilled_at)) * f.rate_limit, f.rate_burst))
-       END AS rate_available,
+       -- The bucket as the next claim would refill it, at this statement's time.
+       CASE WHEN f.rate_limit IS NOT NULL THEN spool.rate_tokens_at(f.rate_tokens, f.rate_refilled_at, f.rate_limit, f.rate_burst, now()) END AS rate_available,
        CASE WHEN f.concurrency_limit IS NOT NULL THEN (
          SELECT count(*)::int FROM spool.jobs p
          WHERE p.organization_id = $1 AND p.queue_name = f.queue_name AND p.status = 'processing'

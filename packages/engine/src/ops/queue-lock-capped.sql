@@ -5,7 +5,7 @@
 -- together start more than the limit. Returns no row when the queue is
 -- uncapped or paused (nothing to claim).
 --
--- A rate-limited queue's token bucket (migration 025) is refilled here for
+-- A rate-limited queue's token bucket (migrations 025, 033) is refilled here for
 -- the time since the last claim, up to its burst, and up to $3 whole tokens
 -- are taken at once for the claim that follows in this transaction
 -- (job-claim.sql gives back what it does not use). `reserved` is NULL for a
@@ -15,7 +15,7 @@
 -- have been waited for, and the time waited refills the bucket too.
 WITH locked AS (
   SELECT q.id, q.concurrency_limit, q.rate_limit, q.fairness,
-         coalesce(q.rate_limit_burst, greatest(1, ceil(q.rate_limit / 10.0)))::int AS burst,
+         spool.rate_burst(q.rate_limit, q.rate_limit_burst) AS burst,
          q.rate_tokens, q.rate_refilled_at
   FROM spool.queue_config q
   WHERE q.organization_id = $1 AND q.queue_name = $2
@@ -23,9 +23,8 @@ WITH locked AS (
   FOR UPDATE
 ),
 bucket AS MATERIALIZED (
-  SELECT l.id, l.burst, clock_timestamp() AS at,
-         least(l.burst::float8, coalesce(l.rate_tokens + greatest(0, extract(epoch FROM clock_timestamp() - l.rate_refilled_at)) * l.rate_limit, l.burst)) AS available
-  FROM locked l
+  SELECT l.id, l.burst, t.at, spool.rate_tokens_at(l.rate_tokens, l.rate_refilled_at, l.rate_limit, l.burst, t.at) AS available
+  FROM locked l, LATERAL (SELECT clock_timestamp() AS at) t
   WHERE l.rate_limit IS NOT NULL
 ),
 taken AS (

@@ -46,6 +46,16 @@ export async function createTestDatabase(label = 'test', options: { empty?: bool
       const client = new pg.Client({ connectionString: adminUrl });
       await client.connect();
       try {
+        // pool.end() (here and in the tests' own pools) resolves once its
+        // clients are told to close, not once their sessions are gone. FORCE
+        // would terminate a session still closing, and its client, no longer
+        // in any pool, would throw the termination as an uncaught error after
+        // the test; so give the sessions a moment to end on their own first.
+        for (let waited = 0; waited < 5000; waited += 50) {
+          const open = await client.query<{ n: number }>('SELECT count(*)::int AS n FROM pg_stat_activity WHERE datname = $1', [name]);
+          if (open.rows[0]!.n === 0) break;
+          await new Promise((resolve) => setTimeout(resolve, 50));
+        }
         await client.query(`DROP DATABASE IF EXISTS ${pg.escapeIdentifier(name)} WITH (FORCE)`);
       } finally {
         await client.end();

@@ -5,6 +5,7 @@ export * from './notifier.js';
 export * from './types.js';
 export * from './ops/fence.js';
 export * from './ops/job-insert-many.js';
+export * from './ops/job-enqueue.js';
 export * from './ops/job-claim.js';
 export * from './ops/job-complete-many.js';
 export * from './ops/job-fail-many.js';

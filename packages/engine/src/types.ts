@@ -33,6 +33,8 @@ export interface JobRow {
   cancel_requested_at: Date | null;
   concurrency_key: string | null;
   fairness_key: string | null;
+  job_key: string | null;
+  job_key_mode: 'dedupe' | 'debounce' | 'throttle' | 'replace' | null;
   /** Pending but waiting out a retry backoff until scheduled_at (out of the claim index). */
   in_backoff: boolean;
   /** Dependencies not yet completed (null: the job never had any). */

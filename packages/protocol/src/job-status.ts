@@ -49,8 +49,10 @@ export interface JobMove {
 export const JOB_MOVES = [
   { from: null, to: 'pending', events: ['create'] },
   { from: null, to: 'scheduled', events: ['create'] }, // scheduled_at in the future
-  { from: 'scheduled', to: 'pending', events: ['promote', 'edit'] }, // edit: scheduled_at moved to now or the past
-  { from: 'pending', to: 'scheduled', events: ['edit'] }, // scheduled_at moved to the future
+  // edit: scheduled_at moved to now or the past; replace: a job_key enqueue gave it a new scheduled_at
+  { from: 'scheduled', to: 'pending', events: ['promote', 'edit', 'replace'] },
+  // scheduled_at moved to the future: by an edit, or by a job_key enqueue (debounce pushes the run time)
+  { from: 'pending', to: 'scheduled', events: ['edit', 'debounce', 'replace'] },
   { from: 'pending', to: 'processing', events: ['claim'] },
   { from: 'processing', to: 'completed', events: ['complete'] },
   // timeout: the server ended an attempt at its deadline (an enforced timeout_seconds)

@@ -13,6 +13,9 @@ export const LIMITS = {
   timeoutSecondsDefault: 300,
   idempotencyKeyMax: 255,
   concurrencyKeyMax: 255,
+  jobKeyMax: 255,
+  /** job_key window_secs and max_wait_secs (debounce, throttle): up to 30 days. */
+  jobKeyWindowSecsMax: 2_592_000,
   payloadBytesMax: 1024 * 1024,
   tagsBytesMax: 64 * 1024,
   leaseSecondsMin: 5,

@@ -11,15 +11,16 @@
 -- configured defaults, else $14 / $15: one probe per distinct queue of the
 -- batch, and none when every job brings its own. The server enforces a
 -- timeout that was chosen (the job's own or the queue's default_timeout_set),
--- not the built-in $15 (migration 026).
+-- not the built-in $15 (migration 026). A job_key ($20, with its mode $21)
+-- is decided before, by job-key-resolve.sql (job-enqueue.ts): this only keeps it.
 WITH input AS (
   SELECT *
   FROM unnest($1::uuid[], $2::uuid[], $3::text[], $4::text[], $5::int[], $6::int[], $7::int[],
               $8::timestamptz[], $9::timestamptz[], $10::text[], $11::text[], $12::uuid[], $13::text[],
-              $16::text[], $17::text[], $18::text[], $19::text[])
+              $16::text[], $17::text[], $18::text[], $19::text[], $20::text[], $21::text[])
        AS t(id, organization_id, queue_name, payload, priority, max_retries, timeout_seconds,
             scheduled_at, expires_at, idempotency_key, tags, parent_job_id, completion_webhook,
-            traceparent, tracestate, concurrency_key, fairness_key)
+            traceparent, tracestate, concurrency_key, fairness_key, job_key, job_key_mode)
 ),
 defaults AS (
   SELECT q.organization_id, q.queue_name, q.max_retries, q.default_timeout, q.default_timeout_set
@@ -34,14 +35,15 @@ inserted AS (
   INSERT INTO spool.jobs AS j (id, organization_id, queue_name, status, payload, priority, max_retries,
                                timeout_seconds, scheduled_at, expires_at, idempotency_key, tags,
                                parent_job_id, completion_webhook, traceparent, tracestate, concurrency_key, fairness_key,
-                               timeout_enforced)
+                               timeout_enforced, job_key, job_key_mode)
   SELECT i.id, i.organization_id, i.queue_name,
          CASE WHEN i.scheduled_at > now() THEN 'scheduled' ELSE 'pending' END,
          i.payload::jsonb, i.priority,
          coalesce(i.max_retries, d.max_retries, $14::int), coalesce(i.timeout_seconds, d.default_timeout, $15::int),
          i.scheduled_at, i.expires_at, i.idempotency_key, i.tags::jsonb, i.parent_job_id, i.completion_webhook,
          i.traceparent, i.tracestate, i.concurrency_key, i.fairness_key,
-         i.timeout_seconds IS NOT NULL OR coalesce(d.default_timeout_set, false)
+         i.timeout_seconds IS NOT NULL OR coalesce(d.default_timeout_set, false),
+         i.job_key, i.job_key_mode
   FROM input i
   LEFT JOIN defaults d ON d.organization_id = i.organization_id AND d.queue_name = i.queue_name
   WHERE (SELECT locked FROM owners)

@@ -25,12 +25,32 @@ export interface NewJob {
   concurrencyKey?: string | null;
   /** The key whose turn the job waits for in a queue with fair share. */
   fairnessKey?: string | null;
+  /** A key policy (dedupe, debounce, throttle, replace): enqueue through jobEnqueue, which applies it. */
+  jobKey?: JobKey | null;
+  /** Who enqueued (history `actor`), recorded when a key policy changes a standing job. */
+  actor?: string | null;
+}
+
+export type JobKeyMode = 'dedupe' | 'debounce' | 'throttle' | 'replace';
+
+/** What an enqueue with a job_key did (docs/jobs-api.md, "Job keys"). */
+export type KeyOutcome = 'created' | 'deduplicated' | 'debounced' | 'throttled' | 'replaced';
+
+export interface JobKey {
+  key: string;
+  mode: JobKeyMode;
+  /** debounce: the quiet time before the job runs; throttle: one job per this many seconds. */
+  windowSecs?: number | null;
+  /** debounce: the job runs at most this long after the first enqueue of its series. */
+  maxWaitSecs?: number | null;
 }
 
 export interface InsertedJob {
   id: string;
   created: boolean;
   status: JobStatus;
+  /** Set for a job enqueued with a job_key. */
+  keyOutcome?: KeyOutcome;
 }
 
 /**
@@ -79,6 +99,8 @@ export async function jobInsertMany(db: Queryable, jobs: NewJob[]): Promise<Inse
       sent.map((s) => s.job.tracestate ?? null),
       sent.map((s) => s.job.concurrencyKey ?? null),
       sent.map((s) => s.job.fairnessKey ?? null),
+      sent.map((s) => s.job.jobKey?.key ?? null),
+      sent.map((s) => s.job.jobKey?.mode ?? null),
     ],
   );
 

@@ -1,4 +1,4 @@
-import { jobInsertMany, type InsertedJob, type NewJob } from '@spool/engine';
+import { jobEnqueue, type InsertedJob, type NewJob } from '@spool/engine';
 import type { AppContext } from '../app.js';
 import type { AuthContext } from './auth.js';
 import { enforceJobLimits, type JobQuota } from './plan-limits.js';
@@ -26,6 +26,6 @@ export async function admitJobs(ctx: AppContext, auth: AuthContext, jobs: readon
 
 /** Inserts one admitted job: inside the plan-limit transaction when there is one, else through the shared group commit. */
 export async function enqueueAdmitted(ctx: AppContext, quota: JobQuota, job: NewJob): Promise<InsertedJob> {
-  if (quota.db) return (await jobInsertMany(quota.db, [job]))[0]!;
+  if (quota.db) return (await jobEnqueue(quota.db, [job]))[0]!;
   return ctx.enqueueBatcher.enqueue(job);
 }

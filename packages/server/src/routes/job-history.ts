@@ -11,7 +11,7 @@ const NullableString = Type.Union([Type.String(), Type.Null()]);
 
 const HistoryEntrySchema = Type.Object({
   id: Type.Integer({ description: 'position in the history log (increases with time)' }),
-  event: Type.String({ description: 'what happened: create, claim, complete, fail_retry, fail_final, cancel, retry, lease_expired, timeout, snooze, edit, …' }),
+  event: Type.String({ description: 'what happened: create, claim, complete, fail_retry, fail_final, cancel, retry, lease_expired, timeout, snooze, edit, debounce, replace, …' }),
   from_status: NullableString,
   to_status: NullableString,
   worker_id: NullableString,
@@ -22,10 +22,10 @@ const HistoryEntrySchema = Type.Object({
     description: 'extension: the credential that asked for the change (an edit, or a retry, DLQ replay or cancel through the API): api_key:<key id>, or api_key:<key id>/session:<session id> for an access token; null for the server\'s own transitions and for rows written before Spool recorded it',
   }),
   details: Type.Union([Type.Object({
-    fields: Type.Array(Type.String(), { description: 'the fields the edit changed' }),
+    fields: Type.Array(Type.String(), { description: 'the fields the edit (or debounce, replace) changed' }),
     from: Type.Record(Type.String(), Type.Unknown(), { description: 'old values of the changed status, priority, queue_name, max_retries and scheduled_at (payload and tags are only named in fields)' }),
     to: Type.Record(Type.String(), Type.Unknown(), { description: 'their new values' }),
-  }), Type.Null()], { description: 'extension: what an `edit` changed; null for other events' }),
+  }), Type.Null()], { description: 'extension: what an `edit`, `debounce` or `replace` (job_key policies) changed; null for other events' }),
 });
 
 const HISTORY_DEFAULT = 500;

@@ -1,21 +1,22 @@
 import type { FastifyInstance } from 'fastify';
 import { Type, type Static } from 'typebox';
 import { LIMITS, SpoolError, readTraceContext, traceFieldNames, type TraceContext } from '@spool/protocol';
-import { jobInsertMany, type NewJob } from '@spool/engine';
+import { jobEnqueue, type NewJob } from '@spool/engine';
 import type { AppContext } from '../app.js';
 import { grantOf } from '../http/route-authorization.js';
 import { admitJobs, type JobAdmission } from '../http/job-admission.js';
 import { compileItemValidator } from '../http/validation.js';
 import { unknownFields, warnUnknownFields } from '../http/warnings.js';
 import { assertWebhookTarget, webhookPolicy } from '../webhooks/ssrf.js';
-import { ConcurrencyKey, DateTime, FairnessKey, IdempotencyKey, MaxRetries, Priority, QueueName, Tags, TimeoutSeconds, nullable } from '../wire/common.js';
+import { ConcurrencyKey, DateTime, FairnessKey, IdempotencyKey, JobKeyField, KeyOutcomeField, MaxRetries, Priority, QueueName, Tags, TimeoutSeconds, nullable } from '../wire/common.js';
 import { enqueueTraceHeaders } from '../http/trace-context.js';
 import { startBulkEnqueueSpan } from '../trace-spans.js';
+import { actorOf } from '../http/auth.js';
 import { TraceHeaders, TraceparentField, TracestateField, checkJobLimits, toNewJob } from './jobs.js';
 
 const CONTRACT_BULK_MAX = 100;
 
-/** One bulk item. `max_retries`, `timeout_seconds`, `expires_at`, `tags`, `completion_webhook`, `concurrency_key`, `fairness_key`, `traceparent` and `tracestate` per item are extensions. */
+/** One bulk item. `max_retries`, `timeout_seconds`, `expires_at`, `tags`, `completion_webhook`, `concurrency_key`, `fairness_key`, `job_key`, `traceparent` and `tracestate` per item are extensions. */
 const BulkItem = Type.Object({
   payload: Type.Unknown(),
   priority: Type.Optional(Priority),
@@ -28,6 +29,7 @@ const BulkItem = Type.Object({
   completion_webhook: Type.Optional(nullable(Type.String({ maxLength: 2048, format: 'uri' }))),
   concurrency_key: Type.Optional(nullable(ConcurrencyKey)),
   fairness_key: Type.Optional(nullable(FairnessKey)),
+  job_key: Type.Optional(nullable(JobKeyField)),
   traceparent: Type.Optional(nullable(TraceparentField)),
   tracestate: Type.Optional(nullable(TracestateField)),
 });
@@ -38,7 +40,7 @@ const BulkBody = Type.Object({
   jobs: Type.Array(Type.Unknown(), {
     minItems: 1,
     maxItems: LIMITS.bulkJobsMax,
-    description: `The contract allows 1..${CONTRACT_BULK_MAX} jobs; Spool accepts up to ${LIMITS.bulkJobsMax} (extension). Each item: { payload, priority?, idempotency_key?, scheduled_at?, and as extensions max_retries?, timeout_seconds?, expires_at?, tags?, completion_webhook?, concurrency_key?, fairness_key?, traceparent?, tracestate? }. An item without its own traceparent takes the request's traceparent/tracestate headers. An invalid item is reported in failed; the rest are inserted.`,
+    description: `The contract allows 1..${CONTRACT_BULK_MAX} jobs; Spool accepts up to ${LIMITS.bulkJobsMax} (extension). Each item: { payload, priority?, idempotency_key?, scheduled_at?, and as extensions max_retries?, timeout_seconds?, expires_at?, tags?, completion_webhook?, concurrency_key?, fairness_key?, job_key?, traceparent?, tracestate? }. An item without its own traceparent takes the request's traceparent/tracestate headers. An invalid item is reported in failed; the rest are inserted. Items with a job_key are applied in order: a deduplicated, debounced, throttled or replaced item succeeds with created false, its key_outcome and the id of the job that stands.`,
   }),
   default_priority: Type.Optional(Priority),
   default_max_retries: Type.Optional(MaxRetries),
@@ -47,7 +49,7 @@ const BulkBody = Type.Object({
 type BulkBody = Static<typeof BulkBody>;
 
 const BulkResult = Type.Object({
-  succeeded: Type.Array(Type.Object({ index: Type.Integer(), job_id: Type.String(), created: Type.Boolean() })),
+  succeeded: Type.Array(Type.Object({ index: Type.Integer(), job_id: Type.String(), created: Type.Boolean(), key_outcome: Type.Optional(KeyOutcomeField) })),
   failed: Type.Array(Type.Object({ index: Type.Integer(), error: Type.String() })),
   total: Type.Integer(),
   success_count: Type.Integer(),
@@ -131,7 +133,7 @@ export function jobBulkRoutes(app: FastifyInstance, ctx: AppContext): void {
           priority: item.priority ?? body.default_priority,
           max_retries: item.max_retries ?? body.default_max_retries,
           timeout_seconds: item.timeout_seconds ?? body.default_timeout_seconds,
-        }),
+        }, null, actorOf(auth)),
       });
     }
     // With tracing on: one span for the request; items without a context of their own are created under it.
@@ -146,7 +148,7 @@ export function jobBulkRoutes(app: FastifyInstance, ctx: AppContext): void {
     let inserted;
     try {
       const quota = valid.length > 0 ? await admitJobs(ctx, auth, admissions) : null;
-      inserted = await jobInsertMany(quota?.db ?? ctx.db, valid.map((v) => v.job)).catch(async (err: unknown) => {
+      inserted = await jobEnqueue(quota?.db ?? ctx.db, valid.map((v) => v.job)).catch(async (err: unknown) => {
         await quota?.settle(0);
         throw err;
       });
@@ -157,7 +159,10 @@ export function jobBulkRoutes(app: FastifyInstance, ctx: AppContext): void {
     }
     span?.setAttributes({ 'spool.created_count': inserted.filter((row) => row.created).length, 'spool.refused_count': failed.length });
     span?.end();
-    const succeeded = valid.map((v, i) => ({ index: v.index, job_id: inserted[i]!.id, created: inserted[i]!.created }));
+    const succeeded = valid.map((v, i) => {
+      const row = inserted[i]!;
+      return row.keyOutcome ? { index: v.index, job_id: row.id, created: row.created, key_outcome: row.keyOutcome } : { index: v.index, job_id: row.id, created: row.created };
+    });
     return { succeeded, failed, total: body.jobs.length, success_count: succeeded.length, failure_count: failed.length };
   });
 }

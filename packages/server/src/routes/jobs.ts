@@ -28,7 +28,7 @@ import { admitJobs, enqueueAdmitted } from '../http/job-admission.js';
 import { checkedTraceContext, enqueueTraceHeaders } from '../http/trace-context.js';
 import { ATTR_MESSAGING_MESSAGE_ID, startEnqueueSpan } from '../trace-spans.js';
 import { assertWebhookTarget, webhookPolicy } from '../webhooks/ssrf.js';
-import { ConcurrencyKey, DateTime, FairnessKey, IdempotencyKey, IdParams, MaxRetries, Priority, QueueName, Tags, TimeoutSeconds, jsonBytes, nullable } from '../wire/common.js';
+import { ConcurrencyKey, DateTime, FairnessKey, IdempotencyKey, IdParams, JobKeyField, KeyOutcomeField, MaxRetries, Priority, QueueName, Tags, TimeoutSeconds, jsonBytes, nullable } from '../wire/common.js';
 import { JobSchema, JobSummarySchema, jobSummaryToWire, jobToWire } from '../wire/job.js';
 import { JobExplanationSchema } from '../wire/job-explain.js';
 
@@ -58,6 +58,7 @@ const CreateJobBody = Type.Object({
   completion_webhook: Type.Optional(nullable(Type.String({ maxLength: 2048, format: 'uri' }))),
   concurrency_key: Type.Optional(nullable(ConcurrencyKey)),
   fairness_key: Type.Optional(nullable(FairnessKey)),
+  job_key: Type.Optional(nullable(JobKeyField)),
   traceparent: Type.Optional(nullable(TraceparentField)),
   tracestate: Type.Optional(nullable(TracestateField)),
 });
@@ -69,10 +70,33 @@ export const TraceHeaders = Type.Object({
   tracestate: Type.Optional(Type.String({ description: `extension: W3C tracestate, at most ${TRACESTATE_MAX} characters` })),
 });
 
-const CreatedSchema = Type.Object({ id: Type.String(), created: Type.Boolean() });
+const CreatedSchema = Type.Object({ id: Type.String(), created: Type.Boolean(), key_outcome: Type.Optional(KeyOutcomeField) });
 
-/** Checks what JSON Schema cannot: byte sizes and time relations. Returns the payload's size in bytes. */
-export function checkJobLimits(body: { payload?: unknown; tags?: unknown; scheduled_at?: string | null; expires_at?: string | null }, field = ''): number {
+type JobKeyBody = Static<typeof JobKeyField>;
+
+/** The rules between a job_key's fields, and with scheduled_at, that JSON Schema cannot say. */
+function checkJobKey(jobKey: JobKeyBody, scheduledAt: string | null | undefined, field: string): void {
+  const timed = jobKey.mode === 'debounce' || jobKey.mode === 'throttle';
+  if (timed && jobKey.window_secs === undefined) {
+    throw new ValidationError(`${field}job_key.window_secs is required with mode ${jobKey.mode}`, { field: `${field}job_key.window_secs` });
+  }
+  if (!timed && jobKey.window_secs !== undefined) {
+    throw new ValidationError(`${field}job_key.window_secs applies to modes debounce and throttle, not ${jobKey.mode}`, { field: `${field}job_key.window_secs` });
+  }
+  if (jobKey.max_wait_secs !== undefined && jobKey.mode !== 'debounce') {
+    throw new ValidationError(`${field}job_key.max_wait_secs applies to mode debounce only`, { field: `${field}job_key.max_wait_secs` });
+  }
+  if (jobKey.max_wait_secs !== undefined && jobKey.max_wait_secs < jobKey.window_secs!) {
+    throw new ValidationError(`${field}job_key.max_wait_secs must be at least window_secs (${jobKey.window_secs})`, { field: `${field}job_key.max_wait_secs` });
+  }
+  if (jobKey.mode === 'debounce' && scheduledAt) {
+    throw new ValidationError(`${field}scheduled_at cannot be combined with job_key mode debounce, which sets the run time (window_secs after the latest enqueue)`, { field: `${field}scheduled_at` });
+  }
+}
+
+/** Checks what JSON Schema cannot: byte sizes, time relations, job_key rules. Returns the payload's size in bytes. */
+export function checkJobLimits(body: { payload?: unknown; tags?: unknown; scheduled_at?: string | null; expires_at?: string | null; job_key?: JobKeyBody | null }, field = ''): number {
+  if (body.job_key) checkJobKey(body.job_key, body.scheduled_at, field);
   if (body.payload === undefined) throw new ValidationError(`${field}payload is required`, { field: `${field}payload` });
   const payloadBytes = jsonBytes(body.payload);
   if (payloadBytes > LIMITS.payloadBytesMax) throw new PayloadTooLargeError(`${field}payload is ${payloadBytes} bytes; the limit is ${LIMITS.payloadBytesMax}`, { field: `${field}payload`, limit: LIMITS.payloadBytesMax });
@@ -84,9 +108,10 @@ export function checkJobLimits(body: { payload?: unknown; tags?: unknown; schedu
 }
 
 /** The engine's input for one validated create body. */
-export function toNewJob(organizationId: string, queueName: string, body: Omit<CreateJobBody, 'queue_name' | 'traceparent' | 'tracestate'>, trace: TraceContext | null = null): NewJob {
+export function toNewJob(organizationId: string, queueName: string, body: Omit<CreateJobBody, 'queue_name' | 'traceparent' | 'tracestate'>, trace: TraceContext | null = null, actor: string | null = null): NewJob {
   return {
     organizationId,
+    actor,
     queueName,
     payload: body.payload,
     priority: body.priority,
@@ -100,6 +125,9 @@ export function toNewJob(organizationId: string, queueName: string, body: Omit<C
     completionWebhook: body.completion_webhook ?? null,
     concurrencyKey: body.concurrency_key ?? null,
     fairnessKey: body.fairness_key ?? null,
+    jobKey: body.job_key
+      ? { key: body.job_key.key, mode: body.job_key.mode, windowSecs: body.job_key.window_secs ?? null, maxWaitSecs: body.job_key.max_wait_secs ?? null }
+      : null,
     traceparent: trace?.traceparent ?? null,
     tracestate: trace?.tracestate ?? null,
   };
@@ -192,7 +220,7 @@ export function jobRoutes(app: FastifyInstance, ctx: AppContext): void {
     if (body.completion_webhook) await assertWebhookTarget(body.completion_webhook, policy, 'completion_webhook');
     const span = ctx.tracing ? startEnqueueSpan(ctx.tracing, body.queue_name, auth.organizationId, trace, 'http') : null;
     if (span) trace = span.context;
-    const job = toNewJob(auth.organizationId, body.queue_name, body, trace);
+    const job = toNewJob(auth.organizationId, body.queue_name, body, trace, actorOf(auth));
     try {
       // Nothing may throw between admitting and settling: settle ends the plan-limit transaction.
       const quota = await admitJobs(ctx, auth, [{ queueName: body.queue_name, payloadBytes }]);
@@ -203,7 +231,9 @@ export function jobRoutes(app: FastifyInstance, ctx: AppContext): void {
       await quota.settle(result.created ? 1 : 0);
       span?.setAttributes({ [ATTR_MESSAGING_MESSAGE_ID]: result.id, 'spool.created': result.created });
       span?.end();
-      return reply.code(result.created ? 201 : 200).send({ id: result.id, created: result.created });
+      return reply.code(result.created ? 201 : 200).send(
+        result.keyOutcome ? { id: result.id, created: result.created, key_outcome: result.keyOutcome } : { id: result.id, created: result.created },
+      );
     } catch (err) {
       span?.end(err);
       throw err;

@@ -11,6 +11,19 @@ export const IdempotencyKey = Type.String({ minLength: 1, maxLength: LIMITS.idem
 export const ConcurrencyKey = Type.String({ minLength: 1, maxLength: LIMITS.concurrencyKeyMax });
 /** A job's fairness_key (extension): the key whose turn it waits for in a queue with fair share. */
 export const FairnessKey = Type.String({ minLength: 1, maxLength: LIMITS.concurrencyKeyMax });
+/** A job's key policy (extension; docs/jobs-api.md, "Job keys"). Rules between the fields are checked in code (checkJobLimits). */
+export const JobKeyField = Type.Object({
+  key: Type.String({ minLength: 1, maxLength: LIMITS.jobKeyMax, description: 'the key, unique in meaning per queue of the organization' }),
+  mode: Type.Union([Type.Literal('dedupe'), Type.Literal('debounce'), Type.Literal('throttle'), Type.Literal('replace')], {
+    description: 'dedupe: a waiting or running job of the key is returned; debounce: the waiting job takes the new payload and runs window_secs after the latest enqueue (at most max_wait_secs after the first); throttle: at most one job per window_secs; replace: the waiting job takes the new payload and options, a running one is followed by a new job',
+  }),
+  window_secs: Type.Optional(Type.Integer({ minimum: 1, maximum: LIMITS.jobKeyWindowSecsMax, description: 'debounce and throttle (required there)' })),
+  max_wait_secs: Type.Optional(Type.Integer({ minimum: 1, maximum: LIMITS.jobKeyWindowSecsMax, description: 'debounce only: the latest run time, counted from the first enqueue; at least window_secs' })),
+}, { additionalProperties: false, description: 'extension: a key policy for dedupe, debounce, throttle or replace (docs/jobs-api.md, "Job keys")' });
+export const KeyOutcomeField = Type.Union(
+  [Type.Literal('created'), Type.Literal('deduplicated'), Type.Literal('debounced'), Type.Literal('throttled'), Type.Literal('replaced')],
+  { description: 'extension, with job_key: what the enqueue did; the id is the job that stands for the key' },
+);
 export const DateTime = Type.String({ format: 'date-time' });
 export const Tags = Type.Record(Type.String(), Type.Unknown());
 export const IdParams = Type.Object({ id: Type.String() });

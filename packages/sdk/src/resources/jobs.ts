@@ -44,7 +44,31 @@ export interface Job<P = Json, R = Json> {
   timeoutEnforced?: boolean;
   /** Spool extension: while processing with an enforced timeout, when this attempt times out. */
   deadlineAt?: string | null;
+  /** Spool extension: counts against the queue's concurrency_key_limit while processing. */
+  concurrencyKey?: string | null;
+  /** Spool extension: the key whose turn the job waits for in a queue with fair share. */
+  fairnessKey?: string | null;
+  /** Spool extension: the job key the job stands for, and the mode of the enqueue that created or last changed it. */
+  jobKey?: string | null;
+  jobKeyMode?: JobKeyMode | null;
 }
+
+export type JobKeyMode = 'dedupe' | 'debounce' | 'throttle' | 'replace';
+
+/** Spool extension: what an enqueue with a job key did. */
+export type KeyOutcome = 'created' | 'deduplicated' | 'debounced' | 'throttled' | 'replaced';
+
+/**
+ * Spool extension: a key policy for an enqueue (docs/jobs-api.md, "Job keys").
+ * dedupe returns the key's waiting or running job; debounce keeps one waiting
+ * job with the latest payload, run `windowSecs` after the latest enqueue (at
+ * most `maxWaitSecs` after the first); throttle lets one job per `windowSecs`
+ * through; replace gives the waiting job the new payload and options.
+ */
+export type JobKeyPolicy =
+  | { key: string; mode: 'dedupe' | 'replace' }
+  | { key: string; mode: 'throttle'; windowSecs: number }
+  | { key: string; mode: 'debounce'; windowSecs: number; maxWaitSecs?: number };
 
 export interface JobSummary {
   id: string;
@@ -78,11 +102,20 @@ export interface CreateJobParams<P = Json> {
    */
   traceparent?: string;
   tracestate?: string;
+  /** Spool extension: see `Job.concurrencyKey`. */
+  concurrencyKey?: string;
+  /** Spool extension: see `Job.fairnessKey`. */
+  fairnessKey?: string;
+  /** Spool extension: a key policy (dedupe, debounce, throttle, replace). */
+  jobKey?: JobKeyPolicy;
 }
 
 export interface CreateJobResult {
+  /** The job created, or with `jobKey` the job that stands for the key. */
   id: string;
   created: boolean;
+  /** Spool extension, set when the enqueue had a `jobKey`. */
+  keyOutcome?: KeyOutcome;
 }
 
 export interface ListJobsParams {
@@ -123,6 +156,14 @@ export interface BulkJobItem<P = Json> {
   /** Spool extension: this job's own W3C trace context; items without one take the active span's (sent as headers). */
   traceparent?: string;
   tracestate?: string;
+  /** Spool extensions, as on `CreateJobParams`. */
+  maxRetries?: number;
+  timeoutSeconds?: number;
+  expiresAt?: Date | string;
+  tags?: Record<string, unknown>;
+  concurrencyKey?: string;
+  fairnessKey?: string;
+  jobKey?: JobKeyPolicy;
 }
 
 export interface BulkEnqueueParams<P = Json> {
@@ -134,7 +175,7 @@ export interface BulkEnqueueParams<P = Json> {
 }
 
 export interface BulkEnqueueResult {
-  succeeded: { index: number; jobId: string; created: boolean }[];
+  succeeded: { index: number; jobId: string; created: boolean; keyOutcome?: KeyOutcome }[];
   failed: { index: number; error: string }[];
   total: number;
   successCount: number;

@@ -97,10 +97,43 @@ export class FakeJobs implements JobsApi {
     if (!params.queueName) refuse(400, 'VALIDATION_ERROR', 'queue_name is required');
     if (params.idempotencyKey !== undefined) {
       const existing = this.all.find((job) => job.idempotencyKey === params.idempotencyKey);
-      if (existing) return { id: existing.id, created: false };
+      if (existing) return params.jobKey ? { id: existing.id, created: false, keyOutcome: 'deduplicated' } : { id: existing.id, created: false };
     }
     const now = this.#now().toISOString();
-    const scheduledAt = iso(params.scheduledAt);
+    let scheduledAt = iso(params.scheduledAt);
+    const policy = params.jobKey;
+    if (policy) {
+      // The server's rules (docs/jobs-api.md, "Job keys"), one enqueue at a time.
+      const ofKey = this.all.filter((job) => job.queueName === params.queueName && job.jobKey === policy.key);
+      const waiting = ofKey.filter((job) => (job.status === 'pending' || job.status === 'scheduled') && job.startedAt === null).at(-1);
+      const active = waiting ?? ofKey.filter((job) => job.status === 'pending' || job.status === 'scheduled' || job.status === 'processing').at(-1);
+      const nowMs = Date.parse(now);
+      if (policy.mode === 'dedupe' && active) return { id: active.id, created: false, keyOutcome: 'deduplicated' };
+      if (policy.mode === 'throttle') {
+        const recent = ofKey.filter((job) => Date.parse(job.createdAt) > nowMs - policy.windowSecs * 1000).at(-1);
+        if (recent) return { id: recent.id, created: false, keyOutcome: 'throttled' };
+      }
+      if (policy.mode === 'debounce') {
+        const cap = (from: number) => (policy.maxWaitSecs === undefined ? Infinity : from + policy.maxWaitSecs * 1000);
+        if (waiting) {
+          const runAt = new Date(Math.min(nowMs + policy.windowSecs * 1000, cap(Date.parse(waiting.createdAt)))).toISOString();
+          Object.assign(waiting, { payload: clone(params.payload), scheduledAt: runAt, status: runAt > now ? 'scheduled' : 'pending', jobKeyMode: 'debounce', updatedAt: now });
+          return { id: waiting.id, created: false, keyOutcome: 'debounced' };
+        }
+        scheduledAt = new Date(nowMs + policy.windowSecs * 1000).toISOString();
+      }
+      if (policy.mode === 'replace') {
+        if (waiting) {
+          Object.assign(waiting, {
+            payload: clone(params.payload), priority: params.priority ?? 0, maxRetries: params.maxRetries ?? 3,
+            timeoutSeconds: params.timeoutSeconds ?? 300, scheduledAt, expiresAt: iso(params.expiresAt), tags: clone(params.tags) ?? null,
+            status: scheduledAt !== null && scheduledAt > now ? 'scheduled' : 'pending', jobKeyMode: 'replace', updatedAt: now,
+          });
+          return { id: waiting.id, created: false, keyOutcome: 'replaced' };
+        }
+        // A running job of the key: the server queues the new job after it; the fake does not model dependencies.
+      }
+    }
     const job: Job = {
       id: randomUUID(),
       organizationId: this.#organizationId,
@@ -129,9 +162,11 @@ export class FakeJobs implements JobsApi {
       workflowId: null,
       dependencyMode: null,
       dependenciesMet: null,
+      jobKey: policy?.key ?? null,
+      jobKeyMode: policy?.mode ?? null,
     };
     this.all.push(job);
-    return { id: job.id, created: true };
+    return policy ? { id: job.id, created: true, keyOutcome: 'created' } : { id: job.id, created: true };
   }
 
   async list(params: ListJobsParams = {}): Promise<JobSummary[]> {

@@ -115,6 +115,22 @@ describe('dashboard', { timeout: 180_000 }, () => {
     d.assertNoConsoleErrors();
   });
 
+  it("shows a job's key and the debounce that changed it", async () => {
+    const jobKey = { key: 'doc-42', mode: 'debounce', window_secs: 300 };
+    const { id } = await api('POST', '/jobs', { queue_name: 'keyed-q', payload: { rev: 1 }, job_key: jobKey });
+    const again = await api('POST', '/jobs', { queue_name: 'keyed-q', payload: { rev: 2 }, job_key: jobKey });
+    assert.equal(again.key_outcome, 'debounced');
+    const d = await signedIn(`/jobs/${id}`);
+    const { page } = d;
+    await heading(page, `Job ${id.slice(-8)}`);
+    const key = page.getByTestId('job-key');
+    await key.getByText('doc-42').waitFor();
+    await key.getByText(/debounce: later enqueues replace its payload/).waitFor();
+    await page.getByTestId('timeline').locator('[data-event="debounce"]').getByText('Debounced by a later enqueue of its key').waitFor();
+    await page.getByText('"rev": 2').waitFor();
+    d.assertNoConsoleErrors();
+  });
+
   it("shows a running job's progress and log lines live on its page", async () => {
     const { id } = await api('POST', '/jobs', { queue_name: 'report-q', payload: { video: 'intro.mp4' } });
     const [claimed] = (await api('POST', '/jobs/claim', { queue_name: 'report-q', worker_id: 'ui-encoder' })).jobs;

@@ -28,6 +28,9 @@ export interface Job extends JobSummary {
   lease_id: string | null;
   lease_expires_at: string | null;
   idempotency_key: string | null;
+  /** Extension: the job key it stands for and the mode of the enqueue that made or last changed it (absent on older servers). */
+  job_key?: string | null;
+  job_key_mode?: string | null;
   updated_at: string;
   workflow_id: string | null;
   dependency_mode: string | null;

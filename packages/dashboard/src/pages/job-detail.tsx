@@ -32,6 +32,16 @@ const EVENT_LABELS: Record<string, string> = {
   expire: 'Expired',
   purge: 'Purged',
   edit: 'Edited',
+  debounce: 'Debounced by a later enqueue of its key',
+  replace: 'Replaced by a later enqueue of its key',
+};
+
+/** How the job's key treats later enqueues of it (docs/jobs-api.md, "Job keys"). */
+const KEY_MODES: Record<string, string> = {
+  dedupe: 'dedupe: later enqueues return this job while it waits or runs',
+  debounce: 'debounce: later enqueues replace its payload and push its run time',
+  throttle: 'throttle: one job per window',
+  replace: 'replace: later enqueues replace its payload and options while it waits',
 };
 
 function Timeline({ id, reloadKey }: { id: string; reloadKey: string }): JSX.Element {
@@ -383,6 +393,7 @@ export function JobDetail({ id }: { id: string }): JSX.Element {
             ['Finished', formatTime(j.completed_at)],
             ['Expires', j.expires_at ? formatTime(j.expires_at) : null],
             ['Idempotency key', j.idempotency_key ? <span class="mono">{j.idempotency_key}</span> : null],
+            ['Job key', j.job_key ? <span data-testid="job-key"><span class="mono">{j.job_key}</span> <span class="muted">({KEY_MODES[j.job_key_mode ?? ''] ?? j.job_key_mode})</span></span> : null],
             ['Workflow', j.workflow_id ? <Link href={`/workflows/${j.workflow_id}`} class="mono">{shortId(j.workflow_id)}</Link> : null],
           ]} />
         </section>

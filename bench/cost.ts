@@ -39,6 +39,8 @@ const CLASSIFY: Record<string, [Op, RegExp][]> = {
     ['claim', /\bpicked AS \(/],
     ['complete', /AS t\(id, worker_id, lease_id, result\)/],
     ['enqueue', /INSERT INTO spool\.jobs/],
+    // A job_key's lock and decision (job-key-lock.sql, job-key-resolve.sql).
+    ['enqueue', /'spool\.job_key:'|\bidem AS \(/],
     ['request', /spool\.api_keys|spool\.organizations|^\s*(BEGIN|COMMIT|ROLLBACK)/i],
   ],
   'graphile-worker': [
@@ -160,6 +162,14 @@ async function phases(sys: BenchSystem, meter: Meter): Promise<PhaseCost[]> {
   await run('enqueue-single', SINGLE, async () => {}, () => sys.enqueueSingle(SINGLE, 8));
   await run('enqueue-bulk', JOBS, async () => {}, () => sys.enqueueBulk(JOBS, 1000));
   await run('drain', JOBS, () => sys.preload(JOBS, 1000), () => sys.drain(JOBS, 1));
+  if (sys instanceof SpoolSystem && sys.name === 'spool') {
+    // What a job_key costs per single enqueue (docs/jobs-api.md, "Job keys"), against enqueue-single:
+    // dedupe of new keys (every call creates), dedupe of 20 hot keys (all but 20 calls find the job),
+    // debounce of 20 hot keys (all but 20 calls move the waiting job).
+    await run('enqueue-dedupe-new', SINGLE, async () => {}, () => sys.enqueueSingleKeyed(SINGLE, 8, (i) => ({ key: `k${i}`, mode: 'dedupe' })));
+    await run('enqueue-dedupe-hit', SINGLE, async () => {}, () => sys.enqueueSingleKeyed(SINGLE, 8, (i) => ({ key: `k${i % 20}`, mode: 'dedupe' })));
+    await run('enqueue-debounce', SINGLE, async () => {}, () => sys.enqueueSingleKeyed(SINGLE, 8, (i) => ({ key: `k${i % 20}`, mode: 'debounce', window_secs: 60 })));
+  }
   return out;
 }
 

@@ -131,6 +131,14 @@ export class SpoolSystem implements QueueSystem {
     return concurrentCalls(jobs, callers, (i) => this.#enqueueOne({ i }));
   }
 
+  /** S1's shape over HTTP with a `job_key` per job (bench/cost.ts's key phases); hits answer 200. */
+  async enqueueSingleKeyed(jobs: number, callers: number, jobKey: (i: number) => Record<string, unknown>): Promise<number> {
+    return concurrentCalls(jobs, callers, async (i) => {
+      const res = await this.#client.post('/api/v1/jobs', { queue_name: QUEUE, payload: { i }, job_key: jobKey(i) });
+      if (res.status !== 201 && res.status !== 200) throw new Error(`POST /jobs answered ${res.status}: ${JSON.stringify(res.body)}`);
+    });
+  }
+
   async enqueueBulk(jobs: number, batch: number): Promise<number> {
     return this.#bulk(jobs, batch, (i) => ({ payload: { i } }));
   }

@@ -78,6 +78,8 @@ describe('queues', () => {
     assertError(await req('PUT', '/queues/fair-q/config', { fairness: 'weighted' }), 400, 'VALIDATION_ERROR', /fairness/);
     assertError(await req('PUT', '/queues/fair-q/config', { fairness_weights: [{ key: 'a', weight: 1 }, { key: 'a', weight: 2 }] }), 400, 'VALIDATION_ERROR', /listed twice/);
     assertError(await req('PUT', '/queues/fair-q/config', { fairness_weights: [{ key: 'a', weight: 0 }] }), 400, 'VALIDATION_ERROR', /weight/);
+    const odd = await req('PUT', '/queues/fair-q/config', { fairness_weights: [{ key: '__proto__', weight: 4 }, { key: 'constructor', weight: 2 }] });
+    assert.deepEqual(odd.body.fairness_weights, [{ key: '__proto__', weight: 4 }, { key: 'constructor', weight: 2 }], 'keys that name Object properties are kept');
     const off = await req('PUT', '/queues/fair-q/config', { fairness: null, fairness_weights: null });
     assert.deepEqual([off.body.fairness, off.body.fairness_weights], [null, null]);
   });

@@ -53,7 +53,8 @@ type PauseBody = Static<typeof PauseBody>;
 
 /** The wire's list of weights as the key → weight object the engine keeps; a key listed twice is refused. */
 function weightsByKey(list: { key: string; weight: number }[]): Record<string, number> {
-  const weights: Record<string, number> = {};
+  // No prototype: a key named "__proto__" is a key like any other, not a setter that drops its weight.
+  const weights: Record<string, number> = Object.create(null);
   list.forEach(({ key, weight }, index) => {
     if (Object.hasOwn(weights, key)) throw new ValidationError(`fairness_weights/${index}/key: "${key}" is listed twice`, { field: `fairness_weights/${index}/key` });
     weights[key] = weight;

@@ -64,3 +64,4 @@ export * from './ops/database-doctor.js';
 export * from './ops/queue-stats-history.js';
 export * from './services/queue-stats-rollup.js';
 export * from './ops/job-explain.js';
+export * from './ops/plan-limits-sync.js';

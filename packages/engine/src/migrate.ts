@@ -2,6 +2,7 @@ import { readdirSync, readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import type { Db } from './db.js';
 import { transaction } from './db.js';
+import { installSqlFunctions } from './sql-functions.js';
 
 const MIGRATIONS_DIR = fileURLToPath(new URL('./migrations/', import.meta.url));
 // Any constant works; it only has to be the same in every Spool process.
@@ -57,6 +58,7 @@ export async function migrate(db: Db, log: (message: string) => void = () => {})
       applied.push(migration.name);
       current = Math.max(current, migration.version);
     }
+    await installSqlFunctions(client);
     return { applied, current };
   });
 }

@@ -14,3 +14,4 @@ export * from './worker/errors.js';
 export type { JobContext, Handler } from './worker/running-job.js';
 export { Worker, type WorkerClient, type WorkerOptions, type WorkerEvents, type FailedInfo, type StopOptions, type StopResult, type WorkerState } from './worker/worker.js';
 export { JOB_STATUSES, TERMINAL_STATUSES, LIMITS, API_KEY_ROLES, type ApiKeyRole } from '@spool/protocol';
+export * from './transactional.js';

@@ -10,6 +10,7 @@ import {
   LeaseReaper,
   QueueStatsRollup,
   migrate,
+  planLimitsSync,
   Notifier,
   parseJobsNotice,
   RateLimitPruner,
@@ -24,6 +25,7 @@ import {
   type LoopService,
   type Service,
 } from '@spool/engine';
+import { allPlans } from './plans.js';
 import { buildApp, type AppContext, type RouteSummary } from './app.js';
 import { ClaimWaiters } from './claim-waiters.js';
 import { CompleteBatcher } from './complete-batcher.js';
@@ -154,6 +156,8 @@ export async function startSpool(config: Config, options: StartOptions = {}): Pr
       log: (message, err) => logger.warn({ error: errorFields(err) }, message),
     });
     logger.info({ version: migrated.current, applied: migrated.applied }, 'database schema is current');
+    // spool.enqueue() enforces the plans inside applications' transactions: it reads them from here.
+    await planLimitsSync(db, allPlans());
 
     const log = (message: string, err?: unknown) => logger[shuttingDown ? 'debug' : 'warn'](err === undefined ? {} : { error: errorFields(err) }, message);
     // LISTEN belongs to a session: behind a transaction-mode pooler it must

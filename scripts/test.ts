@@ -8,7 +8,7 @@
  * Arguments are test file filters: `npm test -- claim` runs files whose path contains "claim".
  * Files named `*.serial.test.ts` run after the others, one at a time.
  */
-import { spawn } from 'node:child_process';
+import { spawn, spawnSync } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { readdirSync } from 'node:fs';
 import { join, relative } from 'node:path';
@@ -36,6 +36,13 @@ async function main(): Promise<number> {
     .sort();
   if (files.length === 0) {
     console.error('no test files matched');
+    return 1;
+  }
+
+  // The tests that start the server as `npm start` does run the build in dist/: make it this source's.
+  const built = spawnSync(process.execPath, [join(root, 'scripts/build.mjs')], { stdio: ['ignore', 'ignore', 'inherit'] });
+  if (built.status !== 0) {
+    console.error('[test] scripts/build.mjs failed');
     return 1;
   }
 

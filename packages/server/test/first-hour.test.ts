@@ -7,7 +7,7 @@ import { after, describe, it } from 'node:test';
 import { fileURLToPath } from 'node:url';
 
 /**
- * `npm start` as a newcomer runs it: the real entry point with its own
+ * `npm start` as a newcomer runs it: the built entry point (dist/, plain JavaScript) with its own
  * embedded PostgreSQL in a fresh data directory, stopped by a signal.
  */
 const ROOT = fileURLToPath(new URL('../../../', import.meta.url));
@@ -24,7 +24,7 @@ interface Run {
 
 async function start(env: Record<string, string> = {}): Promise<Run> {
   const { DATABASE_URL: _external, ...inherited } = process.env;
-  const child = spawn(process.execPath, ['--import', 'tsx', 'packages/server/src/main.ts'], {
+  const child = spawn(process.execPath, ['--conditions=spool-dist', 'packages/server/dist/main.js'], {
     cwd: ROOT,
     env: { ...inherited, SPOOL_DATA_DIR: dataDir, HOST: '127.0.0.1', PORT: '0', GRPC_PORT: '0', LOG_LEVEL: 'info', ...env },
     stdio: ['ignore', 'pipe', 'pipe'],

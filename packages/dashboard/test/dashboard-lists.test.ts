@@ -182,6 +182,27 @@ describe('dashboard lists', { timeout: 180_000 }, () => {
     d.assertNoConsoleErrors();
   });
 
+  it('jobs list: cancel all jobs matching the filters, across pages, with progress', async () => {
+    // 120 pending jobs: more than a page of the list (50) and of one listing call (100).
+    await api('POST', '/jobs/bulk', { queue_name: 'all-q', jobs: Array.from({ length: 120 }, (_, i) => ({ payload: { i } })) });
+    const { id: other } = await api('POST', '/jobs', { queue_name: 'all-other-q', payload: {} });
+    const d = await signedIn('/jobs?queue=all-q&status=pending');
+    const { page } = d;
+    const toolbar = page.getByRole('toolbar', { name: 'Selected jobs' });
+    assert.equal(await toolbar.getByRole('button', { name: 'Retry all matching…' }).isDisabled(), true, 'pending jobs cannot be retried');
+    await toolbar.getByRole('button', { name: 'Cancel all matching…' }).click();
+    const dialog = page.getByRole('dialog', { name: 'Cancel all matching jobs' });
+    await dialog.getByTestId('by-filter-count').getByText('120 job(s) match').waitFor();
+    await dialog.getByRole('button', { name: 'Cancel 120' }).click();
+    await dialog.getByTestId('by-filter-progress').getByText('120 of 120').waitFor();
+    await page.getByRole('status').filter({ hasText: 'Cancelled 120 job(s).' }).waitFor();
+    const stats = await api('GET', '/queues/all-q/stats');
+    assert.equal(stats.pending_jobs, 0, JSON.stringify(stats));
+    assert.equal((await api('GET', `/jobs/${other}`)).status, 'pending', 'another queue is left alone');
+    await dialog.getByRole('button', { name: 'Close', exact: true }).last().click();
+    d.assertNoConsoleErrors();
+  });
+
   it('workers are named by hostname, in the list and on the job they run', async () => {
     const { id: workerId } = await api('POST', '/workers/register', { queue_name: 'host-q', hostname: 'render-box-7.local', max_concurrency: 2 });
     const { id: jobId } = await api('POST', '/jobs', { queue_name: 'host-q', payload: {} });

@@ -1,6 +1,6 @@
 import type { JSX } from 'preact';
-import { useEffect, useState } from 'preact/hooks';
-import { ConfirmDialog } from '../components/dialog';
+import { useEffect, useRef, useState } from 'preact/hooks';
+import { ConfirmDialog, Modal } from '../components/dialog';
 import { notify } from '../components/toast';
 import { EmptyState, ErrorState, JsonBlock, Link, Loading, PageHeader, Pager, StatusBadge } from '../components/ui';
 import { api, ApiError, errorMessage, query } from '../lib/api';
@@ -92,21 +92,115 @@ function PayloadPreview({ id }: { id: string }): JSX.Element {
   );
 }
 
+/** One job of a bulk action: null when done, else why it was refused. */
+async function applyOne(kind: 'retry' | 'cancel', id: string): Promise<string | null> {
+  try {
+    if (kind === 'retry') await api('POST', `/jobs/${encodeURIComponent(id)}/retry`);
+    else await api('DELETE', `/jobs/${encodeURIComponent(id)}`);
+    return null;
+  } catch (err) {
+    // A running job answers 409 with cancel_requested: its worker is told, which is what was asked.
+    if (kind === 'cancel' && err instanceof ApiError && (err.details as { cancel_requested?: boolean } | null)?.cancel_requested) return null;
+    return `${shortId(id)}: ${errorMessage(err)}`;
+  }
+}
+
+function reportBulk(kind: 'retry' | 'cancel', done: number, refused: string[], stopped = false): void {
+  notify(`${BULK[kind].done} ${done} job(s)${stopped ? ' before being stopped' : ''}${refused.length ? `; refused ${refused.length}: ${refused.slice(0, 3).join('; ')}` : ''}.`, refused.length ? 'bad' : 'ok');
+}
+
 async function runBulk(kind: 'retry' | 'cancel', jobs: JobSummary[]): Promise<void> {
   let done = 0;
   const refused: string[] = [];
   for (const job of jobs) {
-    try {
-      if (kind === 'retry') await api('POST', `/jobs/${encodeURIComponent(job.id)}/retry`);
-      else await api('DELETE', `/jobs/${encodeURIComponent(job.id)}`);
-      done += 1;
-    } catch (err) {
-      // A running job answers 409 with cancel_requested: its worker is told, which is what was asked.
-      if (kind === 'cancel' && err instanceof ApiError && (err.details as { cancel_requested?: boolean } | null)?.cancel_requested) done += 1;
-      else refused.push(`${shortId(job.id)}: ${errorMessage(err)}`);
-    }
+    const why = await applyOne(kind, job.id);
+    if (why === null) done += 1;
+    else refused.push(why);
   }
-  notify(`${BULK[kind].done} ${done} job(s)${refused.length ? `; refused ${refused.length}: ${refused.slice(0, 3).join('; ')}` : ''}.`, refused.length ? 'bad' : 'ok');
+  reportBulk(kind, done, refused);
+}
+
+/** The most jobs one "all matching" action collects; past it the dialog says so and acts on the oldest. */
+const BY_FILTER_MAX = 10_000;
+const LIST_PAGE_MAX = 100;
+
+/**
+ * Retry or cancel every job that matches the list's filters, not only the
+ * selected ones: the matching jobs of the statuses the action applies to are
+ * listed first (oldest first, through the same GET /jobs the page reads),
+ * then acted on one by one with a progress bar and a Stop button.
+ */
+function ByFilterDialog({ kind, queue, status, tag, onClose, onDone }: {
+  kind: 'retry' | 'cancel';
+  queue: string;
+  status: string;
+  tag: string;
+  onClose: () => void;
+  onDone: () => void;
+}): JSX.Element {
+  const statuses = BULK[kind].applies.filter((s) => !status || s === status);
+  const [ids, setIds] = useState<string[] | null>(null);
+  const [failed, setFailed] = useState<string | null>(null);
+  const [progress, setProgress] = useState<{ done: number; refused: string[]; running: boolean } | null>(null);
+  const stop = useRef(false);
+  useEffect(() => {
+    let cancelled = false;
+    (async () => {
+      const found: string[] = [];
+      for (const s of statuses) {
+        for (let offset = 0; found.length < BY_FILTER_MAX; offset += LIST_PAGE_MAX) {
+          const page = await api<JobSummary[]>('GET', `/jobs${query({ queue_name: queue, status: s, tag, limit: LIST_PAGE_MAX, offset, order_by: 'created_at', order_dir: 'asc' })}`);
+          found.push(...page.map((j) => j.id));
+          if (page.length < LIST_PAGE_MAX || cancelled) break;
+        }
+      }
+      if (!cancelled) setIds([...new Set(found)].slice(0, BY_FILTER_MAX));
+    })().catch((err: unknown) => { if (!cancelled) setFailed(errorMessage(err)); });
+    return () => { cancelled = true; stop.current = true; };
+  }, []);
+  const run = async () => {
+    if (!ids) return;
+    stop.current = false;
+    const refused: string[] = [];
+    let done = 0;
+    setProgress({ done: 0, refused, running: true });
+    for (const id of ids) {
+      if (stop.current) break;
+      const why = await applyOne(kind, id);
+      if (why === null) done += 1;
+      else refused.push(why);
+      setProgress({ done: done + refused.length, refused, running: true });
+    }
+    const stopped = stop.current;
+    setProgress({ done: done + refused.length, refused, running: false });
+    reportBulk(kind, done, refused, stopped);
+    onDone();
+  };
+  const filters = [queue && `queue ${queue}`, tag && `tag ${tag}`].filter(Boolean).join(', ');
+  const total = ids?.length ?? 0;
+  const percent = total === 0 ? 0 : Math.round(((progress?.done ?? 0) / total) * 100);
+  return (
+    <Modal title={`${BULK[kind].label} all matching jobs`} onClose={() => { stop.current = true; onClose(); }}>
+        <p>{BULK[kind].label} every {statuses.join(', ')} job{filters ? ` of ${filters}` : ' in every queue'}, not only this page.</p>
+        {failed ? <p class="error-text">Could not list the jobs: {failed}</p>
+          : !ids ? <p class="muted" data-testid="by-filter-counting">Counting matching jobs…</p>
+          : <p data-testid="by-filter-count">{total.toLocaleString()} job(s) match{total === BY_FILTER_MAX ? ` (at most ${BY_FILTER_MAX.toLocaleString()} at a time: the oldest)` : ''}.</p>}
+        {progress ? (
+          <div>
+            <div class="progress-bar" role="progressbar" aria-label={`${BULK[kind].label} progress`} aria-valuemin={0} aria-valuemax={100} aria-valuenow={percent}>
+              <div class="progress-fill" style={{ width: `${percent}%` }} />
+            </div>
+            <p class="muted small" data-testid="by-filter-progress">{progress.done.toLocaleString()} of {total.toLocaleString()}{progress.refused.length ? ` · ${progress.refused.length} refused` : ''}</p>
+          </div>
+        ) : null}
+        <div class="form-actions">
+          {progress?.running
+            ? <button type="button" onClick={() => { stop.current = true; }}>Stop</button>
+            : <button type="button" onClick={onClose}>{progress ? 'Close' : 'Cancel'}</button>}
+          {!progress ? <button type="button" class={kind === 'cancel' ? 'danger' : 'primary'} disabled={!ids || total === 0} onClick={() => void run()}>{BULK[kind].label} {total.toLocaleString()}</button> : null}
+        </div>
+    </Modal>
+  );
 }
 
 export function JobTable({ jobs, now, selected, onToggle, open, onOpen }: {
@@ -170,6 +264,7 @@ export function Jobs({ query: q }: { query: URLSearchParams }): JSX.Element {
   const [selected, setSelected] = useState<Set<string>>(new Set());
   const [open, setOpen] = useState<string | null>(null);
   const [pending, setPending] = useState<'retry' | 'cancel' | null>(null);
+  const [byFilter, setByFilter] = useState<'retry' | 'cancel' | null>(null);
   useEffect(() => setSelected(new Set()), [queue, status, tag, page]);
   const list = jobs.data;
   const chosen = (list ?? []).filter((j) => selected.has(j.id));
@@ -196,6 +291,12 @@ export function Jobs({ query: q }: { query: URLSearchParams }): JSX.Element {
               {BULK[kind].label} selected ({applicable(kind).length})
             </button>
           ))}
+          {(['retry', 'cancel'] as const).map((kind) => (
+            <button key={`all-${kind}`} type="button" disabled={status !== '' && !BULK[kind].applies.includes(status as JobStatus)} onClick={() => setByFilter(kind)}
+              title={`${BULK[kind].label} every matching ${BULK[kind].applies.join(', ')} job, on every page`}>
+              {BULK[kind].label} all matching…
+            </button>
+          ))}
         </div>
       ) : null}
       {!list ? (jobs.error ? <ErrorState error={jobs.error} what="Jobs" retry={jobs.reload} /> : <Loading />) : list.length === 0 ? (
@@ -218,6 +319,10 @@ export function Jobs({ query: q }: { query: URLSearchParams }): JSX.Element {
         >
           <p>{BULK[pending].label} applies to {BULK[pending].applies.join(', ')} jobs{chosen.length > applicable(pending).length ? `; ${chosen.length - applicable(pending).length} other selected job(s) are left as they are` : ''}.</p>
         </ConfirmDialog>
+      ) : null}
+      {byFilter ? (
+        <ByFilterDialog kind={byFilter} queue={queue} status={status} tag={tag} onClose={() => setByFilter(null)}
+          onDone={() => { setSelected(new Set()); jobs.reload(); stats.reload(); }} />
       ) : null}
       <Pager page={page} hasNext={(list?.length ?? 0) === PAGE_SIZE} onPage={(p) => setQuery({ page: p === 1 ? null : p })} />
     </div>

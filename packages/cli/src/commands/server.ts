@@ -1,7 +1,9 @@
 /**
  * `spool start` and `spool migrate`: run the server's entry points in a
- * child process (`node --import tsx …`), resolved relative to this package
- * so they work from any directory. The child inherits the terminal; the CLI
+ * child process, resolved relative to this package so they work from any
+ * directory: the build in dist/ as `npm start` runs it (`node
+ * --conditions=spool-dist …`), or the source through tsx when there is no
+ * build. The child inherits the terminal; the CLI
  * forwards SIGINT/SIGTERM to it and exits with its code.
  */
 import { spawn } from 'node:child_process';
@@ -11,22 +13,25 @@ import { Command, Option } from 'commander';
 import { intIn, UsageError } from '../context.js';
 
 const SERVER_SRC = new URL('../../../server/src/', import.meta.url);
+const SERVER_DIST = new URL('../../../server/dist/', import.meta.url);
 
-function serverEntry(file: string): string {
+/** Node's arguments for a server entry point (`main.ts`, `migrate-main.ts`). */
+function serverEntry(file: string): string[] {
+  const built = fileURLToPath(new URL(file.replace(/\.ts$/, '.js'), SERVER_DIST));
+  if (existsSync(built)) return ['--conditions=spool-dist', built];
   const path = fileURLToPath(new URL(file, SERVER_SRC));
   if (!existsSync(path)) throw new UsageError(`cannot find the Spool server at ${path}: \`spool ${file.startsWith('migrate') ? 'migrate' : 'start'}\` runs from a Spool checkout`);
-  return path;
+  return ['--import', import.meta.resolve('tsx'), path];
 }
 
 /**
- * Runs `node --import tsx <entry>` and resolves with its exit code. The child
+ * Runs `node <args>` (serverEntry) and resolves with its exit code. The child
  * gets its own process group so that each signal reaches it exactly once, from
  * this process: a Ctrl-C or a group-wide SIGTERM would otherwise arrive twice,
  * and the server treats a second signal as "exit now, skip the graceful stop".
  */
-export function runNode(entry: string, env: NodeJS.ProcessEnv): Promise<number> {
-  const tsx = import.meta.resolve('tsx');
-  const child = spawn(process.execPath, ['--import', tsx, entry], { stdio: 'inherit', env, detached: true });
+export function runNode(args: string[], env: NodeJS.ProcessEnv): Promise<number> {
+  const child = spawn(process.execPath, args, { stdio: 'inherit', env, detached: true });
   const forward = (signal: NodeJS.Signals) => child.kill(signal);
   const killChild = () => child.kill('SIGTERM');
   process.on('SIGINT', forward);

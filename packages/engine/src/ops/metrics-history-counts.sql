@@ -6,6 +6,7 @@ SELECT organization_id, queue_name, event, coalesce(to_status, '') AS to_status,
        sum(coalesce(cardinality(job_ids), 1))::bigint AS count
 FROM spool.job_history
 WHERE id > $1 AND id <= $2
-  -- An edit that leaves the status as it was is no transition (a dead-lettered job edited stays dead-lettered).
-  AND NOT (event = 'edit' AND from_status IS NOT DISTINCT FROM to_status)
+  -- An edit (or a job key's debounce or replace) that leaves the status as it was is no transition
+  -- (a dead-lettered job edited stays dead-lettered; a debounced scheduled job stays scheduled).
+  AND NOT (event IN ('edit', 'debounce', 'replace') AND from_status IS NOT DISTINCT FROM to_status)
 GROUP BY organization_id, queue_name, event, to_status;

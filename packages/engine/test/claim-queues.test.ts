@@ -47,6 +47,43 @@ describe('jobClaimQueuesOutcome (one claim across several queues)', () => {
     assert.equal(history.rows[0]!.n, 10, 'every claim is in the history');
   });
 
+  it('reads a queue again up to the cut when its even part is not enough', async () => {
+    // Claim order a1 b1 a2 a3 b2 b3 a4: a claim of 4 reads 3 of each queue
+    // first (a1 a2 a3 b1 b2 b3); a's three all make the first four, the
+    // last of them is the cut, and a is read again up to it.
+    const ids: string[] = [];
+    for (const queue of ['cut-a', 'cut-b', 'cut-a', 'cut-a', 'cut-b', 'cut-b', 'cut-a']) ids.push((await enqueue(queue, 1))[0]!.id);
+    const claimed = await claimQueues(t.pool, ['cut-a', 'cut-b'], 4);
+    assert.deepEqual(claimed.map((job) => job.id), [ids[0], ids[1], ids[2], ids[3]]);
+  });
+
+  it('takes exactly the first n in claim order across the queues, whatever their sizes and priorities (random cases)', async () => {
+    // A seeded generator: a failure names its case and replays.
+    let seed = 7;
+    const random = (below: number) => {
+      // mulberry32
+      seed = (seed + 0x6d2b79f5) | 0;
+      let x = Math.imul(seed ^ (seed >>> 15), 1 | seed);
+      x = (x + Math.imul(x ^ (x >>> 7), 61 | x)) ^ x;
+      return ((x ^ (x >>> 14)) >>> 0) % below;
+    };
+    for (let round = 0; round < 100; round++) {
+      const queues = Array.from({ length: 2 + random(6) }, (_, q) => `rand-${round}-${q}`);
+      // Statements in a random order of the queues: ages interleave.
+      for (let batch = 0; batch < 12; batch++) {
+        const queue = queues[random(queues.length)]!;
+        const count = random(4) === 0 ? 0 : 1 + random(random(2) === 0 ? 12 : 3);
+        const jobs = Array.from({ length: count }, (): NewJob => ({ organizationId: org, queueName: queue, payload: {}, priority: [0, 0, 0, 5, -5][random(5)] }));
+        if (jobs.length > 0) await jobInsertMany(t.pool, jobs);
+      }
+      const limit = 1 + random(random(4) === 0 ? 60 : 12);
+      const expected = await t.pool.query<{ id: string }>(
+        'SELECT id FROM spool.claimable_jobs WHERE organization_id = $1 AND queue_name = ANY ($2) ORDER BY priority DESC, created_at, id LIMIT $3', [org, queues, limit]);
+      const claimed = await claimQueues(t.pool, queues, limit);
+      assert.deepEqual(claimed.map((job) => job.id), expected.rows.map((r) => r.id), `round ${round}: ${queues.length} queues, limit ${limit}`);
+    }
+  });
+
   it('leaves a paused queue alone and takes the others', async () => {
     await enqueue('paused-a', 5);
     await enqueue('paused-b', 5);

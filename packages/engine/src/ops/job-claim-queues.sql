@@ -8,7 +8,9 @@
 -- Two reads of jobs_claim_idx per queue, in one statement:
 -- 1. `heads`: each queue's first candidates in index order, without locks
 --    (at most its room, never more than $3), merged; the best $3 of the
---    merge say how many of the batch each queue gives (`shares`).
+--    merge say how many of the batch each queue gives (`shares`). Only the
+--    queues that may give more than an even part are read that far
+--    (`first`, `cut`, `saturated`, `more`).
 -- 2. `picked`: each uncapped queue's share, read again in index order
 --    FOR UPDATE SKIP LOCKED, like job-claim.sql: concurrent claimers pass
 --    each other, and a row another claim took meanwhile is skipped (the
@@ -50,16 +52,81 @@ WITH queues AS MATERIALIZED (
     LEFT JOIN spool.queue_config qc ON qc.organization_id = $1 AND qc.queue_name = q.name
   ) r
 ),
-heads AS MATERIALIZED (
+-- Each queue's first k candidates, k about its even part of the batch
+-- (plus one), so that a claim of n across Q full queues reads some n + Q
+-- entries, not n per queue.
+step AS MATERIALIZED (
+  SELECT least($3::int, ceil($3::numeric / greatest(1, count(*) FILTER (WHERE room > 0)))::int + 1) AS k FROM queues
+),
+first AS MATERIALIZED (
   SELECT h.queue_name, h.priority, h.created_at, h.id
   FROM queues q
   CROSS JOIN LATERAL (
     SELECT c.queue_name, c.priority, c.created_at, c.id FROM spool.claimable_jobs c
     WHERE c.organization_id = $1 AND c.queue_name = q.name
     ORDER BY c.priority DESC, c.created_at ASC, c.id ASC
-    LIMIT q.room
+    LIMIT least(q.room, (SELECT k FROM step))
   ) h
-  ORDER BY h.priority DESC, h.created_at ASC, h.id ASC
+),
+top AS MATERIALIZED (
+  SELECT * FROM first ORDER BY priority DESC, created_at ASC, id ASC LIMIT $3::int
+),
+-- With a full `top`, its last row is the cut: the batch's last job is at
+-- or above it (n candidates are), so nothing below it is needed.
+cut AS MATERIALIZED (
+  SELECT priority, created_at, id FROM top
+  WHERE (SELECT count(*) FROM top) = $3::int
+  ORDER BY priority ASC, created_at DESC, id DESC LIMIT 1
+),
+-- Queues with more room than k whose k candidates all made `top` may have
+-- more above the cut: those are read again from their start, up to the
+-- cut (two index ranges, as job-claim.sql's floor), or, without a cut, up
+-- to n. Every other queue has given all it can to `top`.
+saturated AS MATERIALIZED (
+  SELECT q.name, least(q.room, $3::int) AS room
+  FROM queues q
+  WHERE q.room > (SELECT k FROM step)
+    AND (SELECT count(*) FROM top t WHERE t.queue_name = q.name) = (SELECT k FROM step)
+),
+more AS MATERIALIZED (
+  SELECT m.queue_name, m.priority, m.created_at, m.id
+  FROM saturated s
+  CROSS JOIN LATERAL (
+    SELECT * FROM (
+      SELECT * FROM (
+        SELECT c.queue_name, c.priority, c.created_at, c.id FROM spool.claimable_jobs c
+        WHERE c.organization_id = $1 AND c.queue_name = s.name
+          AND c.priority > (SELECT priority FROM cut)
+        ORDER BY c.priority DESC, c.created_at ASC, c.id ASC
+        LIMIT s.room
+      ) above
+      UNION ALL
+      SELECT * FROM (
+        SELECT c.queue_name, c.priority, c.created_at, c.id FROM spool.claimable_jobs c
+        WHERE c.organization_id = $1 AND c.queue_name = s.name
+          AND c.priority = (SELECT priority FROM cut)
+          AND (c.created_at, c.id) <= (SELECT created_at, id FROM cut)
+        ORDER BY c.priority DESC, c.created_at ASC, c.id ASC
+        LIMIT s.room
+      ) at_cut
+      UNION ALL
+      SELECT * FROM (
+        SELECT c.queue_name, c.priority, c.created_at, c.id FROM spool.claimable_jobs c
+        WHERE NOT EXISTS (SELECT 1 FROM cut) AND c.organization_id = $1 AND c.queue_name = s.name
+        ORDER BY c.priority DESC, c.created_at ASC, c.id ASC
+        LIMIT s.room
+      ) uncut
+    ) r
+    LIMIT s.room
+  ) m
+),
+heads AS MATERIALIZED (
+  SELECT * FROM (
+    SELECT * FROM top WHERE queue_name NOT IN (SELECT name FROM saturated)
+    UNION ALL
+    SELECT * FROM more
+  ) h
+  ORDER BY priority DESC, created_at ASC, id ASC
   LIMIT $3::int
 ),
 shares AS MATERIALIZED (
@@ -104,14 +171,15 @@ history AS (
   SELECT organization_id, id, queue_name, 'claim', 'pending', 'processing', assigned_worker_id, lease_id, NULL, NULL
   FROM claimed WHERE started_at < now()
 )
--- The claimed jobs, then one row per queue with a share (share_queue set,
+-- The claimed jobs in claim order, then one row per queue with a share (share_queue set,
 -- every job column NULL): the caller claims capped queues' shares and
 -- tells which uncapped queue gave less than its share. A rate-limited
 -- queue with due jobs but no whole token gets a row too, with retry_ms:
 -- when its bucket holds a batch's worth of tokens again (as
 -- job-claim.ts's refillMs), for a long poll to sleep on.
-SELECT c.*, NULL::text AS share_queue, NULL::int AS share, NULL::boolean AS share_capped, NULL::int AS retry_ms
-FROM claimed c
+(SELECT c.*, NULL::text AS share_queue, NULL::int AS share, NULL::boolean AS share_capped, NULL::int AS retry_ms
+ FROM claimed c
+ ORDER BY c.priority DESC, c.created_at ASC, c.id ASC)
 UNION ALL
 SELECT (NULL::spool.jobs).*, s.name, s.n, s.capped, NULL::int
 FROM shares s

@@ -57,16 +57,19 @@ export async function jobClaimQueuesOutcome(db: Queryable, params: ClaimQueuesPa
     jobClaimOutcome(db, { organizationId: params.organizationId, queueName, workerId: params.workerId, limit: n, leaseSeconds: lease });
   if (names.length === 1) return single(names[0]!, limit);
 
-  const jobs: JobRow[] = [];
+  /** Each statement's jobs, in its claim order. */
+  const batches: JobRow[][] = [];
+  let claimedCount = 0;
   let retryAfterMs: number | null = null;
   const soonest = (ms: number | null) => {
     if (ms !== null) retryAfterMs = retryAfterMs === null ? ms : Math.min(retryAfterMs, ms);
   };
   let remaining = names;
   for (let round = 0; round < ROUNDS_MAX && remaining.length > 0; round++) {
-    const want = limit - jobs.length;
+    const want = limit - claimedCount;
     const rows = await run<Row>(db, statement, [params.organizationId, remaining, want, params.workerId, lease]);
     const fromQueue = new Map<string, number>();
+    const jobs: JobRow[] = [];
     const shares: Row[] = [];
     for (const row of rows) {
       if (row.share_queue !== null) {
@@ -77,6 +80,8 @@ export async function jobClaimQueuesOutcome(db: Queryable, params: ClaimQueuesPa
       jobs.push(job);
       fromQueue.set(job.queue_name, (fromQueue.get(job.queue_name) ?? 0) + 1);
     }
+    batches.push(jobs);
+    claimedCount += jobs.length;
     /** Jobs the merge gave out, and the queues that gave less than their part (all they could). */
     let given = 0;
     const spent = new Set<string>();
@@ -91,15 +96,36 @@ export async function jobClaimQueuesOutcome(db: Queryable, params: ClaimQueuesPa
         continue;
       }
       const outcome = await single(queue, n);
-      jobs.push(...outcome.jobs);
+      batches.push(outcome.jobs);
+      claimedCount += outcome.jobs.length;
       soonest(outcome.retryAfterMs);
       if (outcome.jobs.length < n) spent.add(queue);
     }
     // Fewer given out than wanted: every queue's candidates were in the
     // merge already, and nothing is left below the cut to offer.
-    if (jobs.length >= limit || given < want || spent.size === 0) break;
+    if (claimedCount >= limit || given < want || spent.size === 0) break;
     remaining = remaining.filter((queue) => !spent.has(queue));
   }
-  jobs.sort(byClaimOrder);
-  return { jobs, retryAfterMs };
+  return { jobs: mergeInClaimOrder(batches.filter((batch) => batch.length > 0)), retryAfterMs };
+}
+
+/**
+ * Merges batches each in claim order (as their statements ordered them, to
+ * the microsecond). Across batches, byClaimOrder compares times as Dates:
+ * jobs of the same millisecond from different statements go by id.
+ */
+function mergeInClaimOrder(batches: JobRow[][]): JobRow[] {
+  if (batches.length <= 1) return batches[0] ?? [];
+  const next = batches.map(() => 0);
+  const out: JobRow[] = [];
+  for (;;) {
+    let best = -1;
+    for (let b = 0; b < batches.length; b++) {
+      const job = batches[b]![next[b]!];
+      if (job !== undefined && (best === -1 || byClaimOrder(job, batches[best]![next[best]!]!) < 0)) best = b;
+    }
+    if (best === -1) return out;
+    out.push(batches[best]![next[best]!]!);
+    next[best]! += 1;
+  }
 }

@@ -74,6 +74,15 @@ describe('POST /jobs/claim with queue_names (extension)', () => {
     assert.deepEqual(untouched.body.map((j: { status: string }) => j.status), ['pending']);
   });
 
+  it('is described in the OpenAPI document', async () => {
+    const res = await server.request('GET', '/docs/json', { auth: null });
+    const schema = res.body.paths['/api/v1/jobs/claim'].post.requestBody.content['application/json'].schema;
+    assert.match(schema.properties.queue_names.description, /^extension: .*exactly one of the two/);
+    assert.equal(schema.properties.queue_names.maxItems, 32);
+    assert.ok(!(schema.required ?? []).includes('queue_name'), 'queue_name is optional when queue_names is given');
+    assert.ok(schema.required.includes('worker_id'));
+  });
+
   it('long poll: a claim waiting on two queues is woken by a job on the second', async () => {
     const started = Date.now();
     const poll = claimRaw({ queue_names: ['mq-lp-1', 'mq-lp-2'], wait_ms: 20_000, limit: 5 });

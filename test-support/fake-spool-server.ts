@@ -260,13 +260,16 @@ export class FakeSpoolServer {
     for (;;) {
       if (gone) return [499, {}];
       const now = new Date().toISOString();
+      // queue_names (Spool extension): several queues, in claim order across them.
+      const names: string[] = Array.isArray(body.queue_names) ? body.queue_names : [body.queue_name];
       const due = this.jobs.filter(
         (job) =>
-          job.queue_name === body.queue_name &&
+          names.includes(job.queue_name as string) &&
           job.status === 'pending' &&
           (job.scheduled_at === null || (job.scheduled_at as string) <= now) &&
-          this.queues.get(body.queue_name)?.enabled !== false,
+          this.queues.get(job.queue_name as string)?.enabled !== false,
       );
+      if (names.length > 1) due.sort((a, b) => (b.priority as number) - (a.priority as number) || (a.created_at as string).localeCompare(b.created_at as string));
       if (due.length > 0 || Date.now() >= deadline) {
         const claimed = due.slice(0, Math.min(Number(body.limit ?? 1), 100));
         const lease = Number(body.lease_duration_secs ?? 30);

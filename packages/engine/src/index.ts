@@ -7,6 +7,7 @@ export * from './ops/fence.js';
 export * from './ops/job-insert-many.js';
 export * from './ops/job-enqueue.js';
 export * from './ops/job-claim.js';
+export * from './ops/job-claim-queues.js';
 export * from './ops/job-complete-many.js';
 export * from './ops/job-fail-many.js';
 export * from './ops/job-snooze.js';

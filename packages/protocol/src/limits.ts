@@ -25,6 +25,8 @@ export const LIMITS = {
   snoozeSecondsMin: 1,
   snoozeSecondsMax: 86_400,
   claimLimitMax: 100,
+  /** Queues one claim may name (POST /jobs/claim queue_names, extension). */
+  claimQueuesMax: 32,
   errorMessageMax: 4096,
   bulkJobsMax: 1000,
   waitMsMax: 30_000,

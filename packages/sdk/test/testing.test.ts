@@ -88,6 +88,21 @@ test('a real Worker runs against the fake client', async () => {
   assert.equal(registered!.status, 'offline');
 });
 
+test('a Worker of several queues runs against the fake client, each job by its queue\'s handler', async () => {
+  const spool = new FakeSpoolClient();
+  await spool.jobs.create({ queueName: 'thumbs', payload: { i: 1 } });
+  await spool.jobs.create({ queueName: 'videos', payload: { i: 2 }, priority: 3 });
+  const seen: string[] = [];
+  const worker = new Worker<{ i: number }>(spool, {
+    queues: { thumbs: (job) => void seen.push(`thumb ${job.payload.i}`), videos: (job) => void seen.push(`video ${job.payload.i}`) },
+    concurrency: 1, waitMs: 0, pollIntervalMs: 10,
+  });
+  await worker.start();
+  for (let i = 0; i < 200 && spool.enqueued({ status: 'completed' }).length < 2; i++) await new Promise((r) => setTimeout(r, 10));
+  await worker.stop();
+  assert.deepEqual(seen, ['video 2', 'thumb 1'], 'claim order across the queues: priority first');
+});
+
 test('a Worker given asClient() learns of cancellation from heartbeats, without stream errors', async () => {
   const spool = new FakeSpoolClient();
   const { id } = await spool.jobs.create({ queueName: 'long', payload: {} });

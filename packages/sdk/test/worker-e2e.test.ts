@@ -245,3 +245,66 @@ test('SIGKILL of a worker process mid-job: another worker finishes it after the 
   assert.equal(job.result, 'rescued');
   assert.equal(job.retryCount, 1, 'the expired lease counted as an attempt');
 });
+
+test('a worker of two queues: one claim across both (queue_names), each job to its queue\'s handler, concurrency shared, cancellation by stream', async () => {
+  for (let n = 0; n < 6; n++) {
+    await client.jobs.create({ queueName: 'multi-emails', payload: { n } });
+    await client.jobs.create({ queueName: 'multi-reports', payload: { n }, priority: n % 2 === 0 ? 5 : 0 });
+  }
+  let running = 0;
+  let most = 0;
+  const seen: Record<string, string[]> = { emails: [], reports: [] };
+  const handler = (name: 'emails' | 'reports') => async (job: { queueName: string }) => {
+    running += 1;
+    most = Math.max(most, running);
+    seen[name]!.push(job.queueName);
+    await new Promise((resolve) => setTimeout(resolve, 30));
+    running -= 1;
+    return name;
+  };
+  const w = new Worker<{ n: number }>(client, {
+    queues: { 'multi-emails': handler('emails'), 'multi-reports': handler('reports') },
+    concurrency: 3,
+    waitMs: 1000,
+    leaseSeconds: 30,
+  });
+  w.on('error', () => {});
+  const completed: unknown[] = [];
+  w.on('completed', (_job, result) => completed.push(result));
+  assert.deepEqual(w.queues, ['multi-emails', 'multi-reports']);
+  await w.start();
+  try {
+    await waitFor('twelve completions', () => completed.length === 12);
+    assert.deepEqual(seen.emails, Array(6).fill('multi-emails'));
+    assert.deepEqual(seen.reports, Array(6).fill('multi-reports'));
+    assert.equal(most, 3, 'three at once across both queues, never more');
+    const info = await client.workers.get(w.workerId!);
+    assert.deepEqual([...(info.queueNames ?? [])].sort(), ['multi-emails', 'multi-reports']);
+
+    // A job of the second queue is cancelled through the organization's stream, long before a heartbeat.
+    let abortedAt = 0;
+    const slow = new Worker(client, { queues: { 'multi-emails': () => null, 'multi-slow': (_job, ctx) => new Promise((_resolve, reject) => ctx.signal.addEventListener('abort', () => {
+      abortedAt = Date.now();
+      reject(ctx.signal.reason);
+    })) }, waitMs: 1000, leaseSeconds: 30 });
+    slow.on('error', () => {});
+    await slow.start();
+    try {
+      const { id } = await client.jobs.create({ queueName: 'multi-slow', payload: {} });
+      await waitFor('running', () => slow.runningCount === 1);
+      await new Promise((resolve) => setTimeout(resolve, 200)); // the stream is connected by now
+      const askedAt = Date.now();
+      assert.equal(await client.jobs.cancel(id), 'cancel_requested');
+      await waitFor('aborted', () => abortedAt > 0, 3000);
+      assert.ok(abortedAt - askedAt < 1000, `signal fired after ${abortedAt - askedAt} ms`);
+    } finally {
+      await slow.stop({ graceMs: 0 });
+    }
+  } finally {
+    await w.stop();
+  }
+  assert.throws(() => new Worker(client, {}), /either `queue` or `queues`/);
+  assert.throws(() => new Worker(client, { queue: 'a', queues: ['b'] }), /either `queue` or `queues`/);
+  assert.throws(() => new Worker(client, { queues: [] }), /1 to 32 queues/);
+  await assert.rejects(new Worker(client, { queues: ['multi-a', 'multi-b'] }).start(), /handle\(fn\) first/);
+});

@@ -386,3 +386,30 @@ test('an outcome outlives a server outage shorter than the lease: reported, not 
   assert.deepEqual(errors, []);
   await worker.stop();
 });
+
+test('a worker of several queues registers them all, claims with queue_names and hands each job to its queue\'s handler', async () => {
+  server.addJob('two-a', { n: 1 });
+  server.addJob('two-b', { n: 2 }, { priority: 5 });
+  server.addJob('two-a', { n: 3 });
+  const ran: string[] = [];
+  const worker = new Worker<{ n: number }>(client, {
+    queues: {
+      'two-a': (job) => void ran.push(`a:${job.payload.n}`),
+      'two-b': (job) => void ran.push(`b:${job.payload.n}`),
+    },
+    concurrency: 1,
+    waitMs: 2000,
+    pollIntervalMs: 50,
+    cancelStream: false,
+  });
+  worker.on('error', () => {});
+  workers.push(worker);
+  await worker.start();
+  await waitFor('three jobs', () => ran.length === 3);
+  assert.deepEqual(ran, ['b:2', 'a:1', 'a:3'], 'one job at a time, in claim order across the queues, each by its own handler');
+  const register = server.calls('/api/v1/workers/register').find((c) => (c.body as { queue_name: string }).queue_name === 'two-a');
+  assert.deepEqual((register!.body as { queue_names: string[] }).queue_names, ['two-b']);
+  const claim = server.calls('/api/v1/jobs/claim').find((c) => (c.body as { worker_id: string }).worker_id === worker.workerId);
+  assert.deepEqual(claim!.body, { queue_names: ['two-a', 'two-b'], worker_id: worker.workerId, limit: 1, lease_duration_secs: 30, wait_ms: 2000 });
+  await worker.stop();
+});

@@ -70,7 +70,7 @@ function cappedOf(db: Queryable): Set<string> {
 }
 
 /** Claim order: higher priority, then older, then lower id. */
-function byClaimOrder(a: JobRow, b: JobRow): number {
+export function byClaimOrder(a: JobRow, b: JobRow): number {
   return b.priority - a.priority || a.created_at.getTime() - b.created_at.getTime() || (a.id < b.id ? -1 : a.id > b.id ? 1 : 0);
 }
 

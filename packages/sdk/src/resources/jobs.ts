@@ -285,8 +285,19 @@ export interface JobExplanation {
 
 // ---- worker protocol ----
 
-export interface ClaimParams {
-  queueName: string;
+/** The queue to claim from (`queueName`), or several at once (`queueNames`, a Spool extension): exactly one of the two. */
+export type ClaimParams = ClaimBaseParams & (
+  | { queueName: string; queueNames?: never }
+  /**
+   * Spool extension: 1…32 distinct queues. The batch takes the best jobs
+   * across them (higher priority first, then older); each queue's pause and
+   * flow control hold as for a claim of that queue alone.
+   */
+  | { queueNames: string[]; queueName?: never }
+);
+
+/** What every claim says besides its queues. */
+export interface ClaimBaseParams {
   workerId: string;
   /** 1…100, default 1. */
   limit?: number;

@@ -108,6 +108,8 @@ export interface WorkerInfo extends WorkerSummary {
 
 export interface RegisterWorkerParams {
   queueName: string;
+  /** Spool extension: further queues this worker serves (up to 50). */
+  queueNames?: string[];
   hostname: string;
   workerType?: string;
   maxConcurrency?: number;

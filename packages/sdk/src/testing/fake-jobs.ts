@@ -307,11 +307,12 @@ export class FakeJobs implements JobsApi {
     throw new Error('FakeSpoolClient: job dependencies are not simulated');
   }
 
-  /** Due jobs of the queue in claim order: priority, then age. */
-  due(queueName: string): Job[] {
+  /** Due jobs of the queue (or of any of the queues) in claim order: priority, then age. */
+  due(queueName: string | readonly string[]): Job[] {
     const now = this.#now().toISOString();
+    const queues = new Set(typeof queueName === 'string' ? [queueName] : queueName);
     return this.all
-      .filter((job) => job.queueName === queueName && (job.status === 'pending' || job.status === 'scheduled'))
+      .filter((job) => queues.has(job.queueName) && (job.status === 'pending' || job.status === 'scheduled'))
       .filter((job) => job.scheduledAt === null || job.scheduledAt <= now)
       .filter((job) => job.expiresAt === null || job.expiresAt > now)
       .sort((a, b) => b.priority - a.priority || a.createdAt.localeCompare(b.createdAt));
@@ -319,7 +320,7 @@ export class FakeJobs implements JobsApi {
 
   async claim<P = Json>(params: ClaimParams): Promise<ClaimedJob<P>[]> {
     const leaseMs = (params.leaseDurationSecs ?? 30) * 1000;
-    const claimed = this.due(params.queueName).slice(0, params.limit ?? 1);
+    const claimed = this.due(params.queueNames ?? params.queueName).slice(0, params.limit ?? 1);
     for (const job of claimed) {
       this.#set(job, 'processing', {
         assignedWorkerId: params.workerId,

@@ -1,5 +1,6 @@
 /**
- * Listens on the queue's realtime stream for `job.cancel_requested`, so that
+ * Listens on the queue's realtime stream (or, for a worker of several queues,
+ * the organization's) for `job.cancel_requested`, so that
  * cancelling a running job reaches its handler within moments instead of at
  * the next heartbeat (which stays the fallback: a server without the event,
  * a dropped stream). Reconnects with backoff and resumes from the last event
@@ -13,8 +14,9 @@ import type { EventsResource } from '../resources/events.js';
 export const CANCEL_EVENT = 'job.cancel_requested';
 
 export interface CancelListenerOptions {
-  queue: string;
-  /** Called for a running job of the queue that someone asked to stop, with the worker that holds it. */
+  /** The queue whose stream to follow; undefined follows the organization's (every queue the key may use). */
+  queue: string | undefined;
+  /** Called for a running job that someone asked to stop, with the worker that holds it. */
   onCancel(jobId: string, workerId: string | null): void;
   onError(err: unknown): void;
   /** First reconnect delay; doubles up to 30 s. */

@@ -1,6 +1,7 @@
 /**
- * The worker runtime: registers, claims jobs with the long poll, runs the
- * handler with up to `concurrency` jobs at once, heartbeats their leases,
+ * The worker runtime: registers, claims jobs with the long poll (from one
+ * queue, or from several in one claim), runs the handler (of the job's
+ * queue) with up to `concurrency` jobs at once, heartbeats their leases,
  * listens on the queue's realtime stream for cancellation of running jobs and
  * reports outcomes in batches. Stops in two phases. Installs no signal
  * handlers: the application decides when to call `stop()`.
@@ -27,9 +28,22 @@ export interface WorkerClient {
   events?: Pick<EventsResource, 'stream'>;
 }
 
-export interface WorkerOptions {
-  queue: string;
-  /** Jobs run at once. Default 5. */
+export interface WorkerOptions<P = unknown, R = unknown> extends WorkerSettings {
+  /** The queue to work; its handler is given to `handle()`. Give this or `queues`. */
+  queue?: string;
+  /**
+   * Spool extension, instead of `queue`: several queues (1…32), claimed
+   * together: each claim takes the best jobs across them (higher priority
+   * first, then older), and `concurrency` is shared by all of them. A map
+   * gives each queue its handler (`{ emails: sendEmail, reports:
+   * buildReport }`); a list takes one handler for all, from `handle()`.
+   */
+  queues?: Readonly<Record<string, Handler<P, R>>> | readonly string[];
+}
+
+/** Everything a worker is told besides its queues. */
+export interface WorkerSettings {
+  /** Jobs run at once (across all its queues). Default 5. */
   concurrency?: number;
   /** Lease per claim, 5…3600 s. Default 30. */
   leaseSeconds?: number;
@@ -93,16 +107,24 @@ const MAX_ERROR_BACKOFF_MS = 30_000;
 const EARLY_CANCEL_TTL_MS = 60_000;
 const EARLY_CANCEL_MAX = 1_000;
 const MAX_CLAIMS_IN_FLIGHT = 4;
+/** Queues one claim may name (the server's limit, LIMITS.claimQueuesMax). */
+const MAX_QUEUES = LIMITS.claimQueuesMax;
 
 function cleanHostname(name: string): string {
   return name.replace(/[^A-Za-z0-9._-]/g, '-').slice(0, 255) || 'unknown';
 }
 
 export class Worker<P = unknown, R = unknown> extends EventEmitter<WorkerEvents<P, R>> {
+  /** The queue it works; with several, the first of them. */
   readonly queue: string;
+  /** Every queue it works, in the order given. */
+  readonly queues: readonly string[];
   readonly #client: WorkerClient;
-  readonly #options: Required<Omit<WorkerOptions, 'metadata'>> & { metadata: Record<string, unknown> };
+  readonly #options: Required<Omit<WorkerSettings, 'metadata'>> & { metadata: Record<string, unknown> };
+  /** The handler for queues without their own (the one given to handle()). */
   #handler: Handler<P, R> | null = null;
+  /** Handlers by queue, from a `queues` map. */
+  readonly #handlers = new Map<string, Handler<P, R>>();
   #state: WorkerState = 'idle';
   #workerId: string | null = null;
   #reporter: Reporter | null = null;
@@ -124,12 +146,25 @@ export class Worker<P = unknown, R = unknown> extends EventEmitter<WorkerEvents<
   /** Cancel requests that arrived before the claim answer did, by job id, with their arrival time. */
   readonly #earlyCancels = new Map<string, number>();
 
-  constructor(client: WorkerClient, options: WorkerOptions) {
+  constructor(client: WorkerClient, options: WorkerOptions<P, R>) {
     super();
     this.#client = client;
-    this.queue = options.queue;
+    if ((options.queue === undefined) === (options.queues === undefined)) {
+      throw new TypeError('Worker: give either `queue` or `queues`');
+    }
+    if (options.queues === undefined) this.queues = [options.queue!];
+    else if (isQueueList(options.queues)) this.queues = [...options.queues];
+    else {
+      for (const [queue, handler] of Object.entries(options.queues)) {
+        if (typeof handler !== 'function') throw new TypeError(`Worker: the handler of queue "${queue}" is not a function`);
+        this.#handlers.set(queue, handler);
+      }
+      this.queues = [...this.#handlers.keys()];
+    }
+    if (this.queues.length === 0 || this.queues.length > MAX_QUEUES) throw new TypeError(`Worker: \`queues\` must name 1 to ${MAX_QUEUES} queues`);
+    if (new Set(this.queues).size !== this.queues.length) throw new TypeError('Worker: `queues` names a queue twice');
+    this.queue = this.queues[0]!;
     this.#options = {
-      queue: options.queue,
       concurrency: Math.max(1, Math.floor(options.concurrency ?? 5)),
       leaseSeconds: clamp(options.leaseSeconds ?? LIMITS.leaseSecondsDefault, LIMITS.leaseSecondsMin, LIMITS.leaseSecondsMax),
       heartbeatFraction: clamp(options.heartbeatFraction ?? 1 / 3, 0.05, 0.9),
@@ -162,7 +197,11 @@ export class Worker<P = unknown, R = unknown> extends EventEmitter<WorkerEvents<
     return this.#running.size;
   }
 
-  /** Sets the handler: its result completes the job, a throw fails it (`NonRetryableError` → dead-letter queue), `ctx.snooze(s)` puts it off. */
+  /**
+   * Sets the handler: its result completes the job, a throw fails it
+   * (`NonRetryableError` → dead-letter queue), `ctx.snooze(s)` puts it off.
+   * With a `queues` map, it serves the queues the map gives no handler.
+   */
   handle(handler: Handler<P, R>): this {
     this.#handler = handler;
     return this;
@@ -170,7 +209,10 @@ export class Worker<P = unknown, R = unknown> extends EventEmitter<WorkerEvents<
 
   /** Registers with the server and starts claiming. Rejects (and stays stopped) when registration fails. */
   start(): Promise<void> {
-    if (!this.#handler) return Promise.reject(new Error('Worker.start(): call worker.handle(fn) first'));
+    const unhandled = this.queues.filter((queue) => !this.#handlers.has(queue));
+    if (unhandled.length > 0 && !this.#handler) {
+      return Promise.reject(new Error(`Worker.start(): call worker.handle(fn) first${this.queues.length > 1 ? ` (no handler for ${unhandled.join(', ')})` : ''}`));
+    }
     if (this.#state !== 'idle') return Promise.reject(new Error(`Worker.start(): the worker is ${this.#state}`));
     this.#state = 'starting';
     this.#starting = this.#start();
@@ -182,6 +224,7 @@ export class Worker<P = unknown, R = unknown> extends EventEmitter<WorkerEvents<
     try {
       registration = await this.#client.workers.register({
         queueName: this.queue,
+        ...(this.queues.length > 1 ? { queueNames: this.queues.slice(1) } : {}),
         hostname: this.#options.hostname,
         workerType: this.#options.workerType,
         maxConcurrency: this.#options.concurrency,
@@ -209,7 +252,9 @@ export class Worker<P = unknown, R = unknown> extends EventEmitter<WorkerEvents<
     this.#state = 'running';
     if (this.#options.cancelStream && this.#client.events) {
       this.#cancelListener = new CancelListener(this.#client.events, {
-        queue: this.queue,
+        // Several queues: one stream of the organization's cancellations (a
+        // queue-scoped key's carries only its queues), not one per queue.
+        queue: this.queues.length === 1 ? this.queue : undefined,
         retryDelayMs: this.#options.pollIntervalMs,
         onCancel: (jobId, workerId) => this.#cancelRequested(jobId, workerId),
         onError: (err) => this.#emitError(err),
@@ -330,7 +375,7 @@ export class Worker<P = unknown, R = unknown> extends EventEmitter<WorkerEvents<
       try {
         jobs = await this.#client.jobs.claim(
           {
-            queueName: this.queue,
+            ...(this.queues.length === 1 ? { queueName: this.queue } : { queueNames: [...this.queues] }),
             workerId: this.#workerId!,
             limit,
             leaseDurationSecs: this.#options.leaseSeconds,
@@ -372,7 +417,7 @@ export class Worker<P = unknown, R = unknown> extends EventEmitter<WorkerEvents<
     });
     this.#running.set(job.id, running);
     this.emit('started', job as ClaimedJob<P>);
-    running.start(this.#handler as Handler);
+    running.start((this.#handlers.get(job.queueName) ?? this.#handler ?? unknownQueue) as Handler);
     if (this.#earlyCancels.delete(job.id)) running.cancel();
   }
 
@@ -447,6 +492,15 @@ export class Worker<P = unknown, R = unknown> extends EventEmitter<WorkerEvents<
   /** Errors go to 'error' listeners; with none, to stderr (an unheard 'error' event would crash the process). */
   #emitError(err: unknown, job?: ClaimedJob): void {
     if (this.listenerCount('error') > 0) this.emit('error', err, job as ClaimedJob<P> | undefined);
-    else console.warn(`spool worker (${this.queue}): ${err instanceof Error ? err.message : String(err)}`);
+    else console.warn(`spool worker (${this.queues.join(', ')}): ${err instanceof Error ? err.message : String(err)}`);
   }
+}
+
+function isQueueList(queues: Readonly<Record<string, unknown>> | readonly string[]): queues is readonly string[] {
+  return Array.isArray(queues);
+}
+
+/** A job of a queue the worker has no handler for (a server that answered with another queue's job): fails it, to be retried. */
+function unknownQueue(job: ClaimedJob): never {
+  throw new Error(`spool worker: no handler for queue "${job.queueName}"`);
 }

@@ -8,10 +8,12 @@ import { authorize, isOperation, type Grant, type Operation } from '../authoriza
  * - `job`: the job in the `:id` path parameter (404 when out of the key's reach);
  * - `queue`: the queue in the `:name` path parameter (403);
  * - `body_queue`: the body's `queue_name`, when present (403);
+ * - `body_queues`: the body's `queue_name` and each of its `queue_names`,
+ *   when present (403 naming the first the key may not use);
  * - `job_and_body_queue`: both, the job first (a job moved to another queue
  *   must be within reach where it is and where it goes).
  */
-export type Addresses = 'job' | 'queue' | 'body_queue' | 'job_and_body_queue';
+export type Addresses = 'job' | 'queue' | 'body_queue' | 'body_queues' | 'job_and_body_queue';
 
 declare module 'fastify' {
   interface FastifyContextConfig {
@@ -43,9 +45,13 @@ export function requireAuthorization(app: FastifyInstance, db: Db): void {
     const addresses = config.addresses;
     if (addresses === 'job' || addresses === 'job_and_body_queue') await grant.job(db, (request.params as { id: string }).id);
     if (addresses === 'queue') grant.queue((request.params as { name: string }).name);
-    if (addresses === 'body_queue' || addresses === 'job_and_body_queue') {
+    if (addresses === 'body_queue' || addresses === 'body_queues' || addresses === 'job_and_body_queue') {
       const queue = (request.body as { queue_name?: unknown } | undefined)?.queue_name;
       if (typeof queue === 'string') grant.queue(queue);
+    }
+    if (addresses === 'body_queues') {
+      const queues = (request.body as { queue_names?: unknown } | undefined)?.queue_names;
+      if (Array.isArray(queues)) grant.queues(queues.filter((queue): queue is string => typeof queue === 'string'));
     }
   });
 }

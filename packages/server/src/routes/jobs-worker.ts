@@ -1,7 +1,7 @@
 import type { FastifyInstance, FastifyReply } from 'fastify';
 import { Type, type Static } from 'typebox';
-import { LIMITS, PayloadTooLargeError, clamp } from '@spool/protocol';
-import { jobClaimOutcome, jobCompleteMany, jobFailMany, jobHeartbeat, jobSnooze, type FenceFailure } from '@spool/engine';
+import { LIMITS, PayloadTooLargeError, ValidationError, clamp } from '@spool/protocol';
+import { jobClaimOutcome, jobClaimQueuesOutcome, jobCompleteMany, jobFailMany, jobHeartbeat, jobSnooze, type FenceFailure } from '@spool/engine';
 import { ClaimWaiters, claimWithWait } from '../claim-waiters.js';
 import type { AppContext } from '../app.js';
 import type { Grant } from '../authorization.js';
@@ -20,7 +20,16 @@ const ErrorText = Type.String({ minLength: 1, maxLength: 1024 * 1024, descriptio
 const Retryable = Type.Optional(Type.Boolean({ description: 'extension: false dead-letters the job at once, whatever retries remain' }));
 
 const ClaimBody = Type.Object({
-  queue_name: QueueName,
+  // Required unless queue_names is given: exactly one of the two (checked in the handler, with its own message).
+  queue_name: Type.Optional(QueueName),
+  queue_names: Type.Optional(Type.Array(QueueName, {
+    minItems: 1,
+    maxItems: LIMITS.claimQueuesMax,
+    uniqueItems: true,
+    description: `extension: claim from several queues at once instead of queue_name (exactly one of the two; 1..${LIMITS.claimQueuesMax} distinct names). `
+      + 'The batch takes the best jobs across them, higher priority first, then older, as one queue would; each queue\'s pause, concurrency_limit, rate_limit, concurrency keys and fair share hold as for a claim of that queue alone. '
+      + 'A queue-scoped key must reach every named queue (403 naming the first it may not use). With wait_ms the claim waits for a job on any of them.',
+  })),
   worker_id: WorkerId,
   limit: Type.Optional(Type.Integer({ description: `clamped to 1..${LIMITS.claimLimitMax}; default 1` })),
   lease_duration_secs: Type.Optional(LeaseSeconds),
@@ -154,26 +163,32 @@ const fenceError = (reason: FenceFailure, leaseSent: boolean) => (reason === 'le
 /** The worker protocol (docs/compatibility.md §3.4, §6) and its batch and long-poll extensions. */
 export function jobWorkerRoutes(app: FastifyInstance, ctx: AppContext): void {
   app.post<{ Body: ClaimBody }>('/jobs/claim', {
-    config: { operation: 'job.claim', addresses: 'body_queue' },
+    config: { operation: 'job.claim', addresses: 'body_queues' },
     schema: {
       tags: ['worker'],
-      summary: 'Lease up to `limit` due jobs of a queue ({ jobs: [] } when none)',
-      description: '`wait_ms` is a Spool extension: a long poll woken by LISTEN/NOTIFY, one waiting claim per new job notification.',
+      summary: 'Lease up to `limit` due jobs of a queue, or of several ({ jobs: [] } when none)',
+      description: 'Name the queue in `queue_name`, or several in `queue_names` (extension): exactly one of the two, else a 400. '
+        + '`wait_ms` is a Spool extension: a long poll woken by LISTEN/NOTIFY, one waiting claim per new job notification.',
       body: ClaimBody,
       response: { 200: Type.Object({ jobs: Type.Array(JobSchema) }) },
     },
   }, async (request, reply) => {
     const auth = grantOf(request).auth;
     const body = request.body;
+    if ((body.queue_name === undefined) === (body.queue_names === undefined)) {
+      throw new ValidationError(body.queue_name === undefined
+        ? 'queue_name is required (or queue_names, to claim from several queues)'
+        : 'queue_name and queue_names cannot both be given: name one queue or several', { field: body.queue_name === undefined ? 'queue_name' : 'queue_names' });
+    }
+    const queues = body.queue_names ?? [body.queue_name!];
     const startTime = ctx.tracing ? Date.now() : 0;
     const limit = clamp(body.limit ?? 1, 1, LIMITS.claimLimitMax);
-    const claim = () => ctx.metrics.timeClaim(() => jobClaimOutcome(ctx.db, {
-      organizationId: auth.organizationId,
-      queueName: body.queue_name,
-      workerId: body.worker_id,
-      limit,
-      leaseSeconds: body.lease_duration_secs ?? LIMITS.leaseSecondsDefault,
-    }));
+    const leaseSeconds = body.lease_duration_secs ?? LIMITS.leaseSecondsDefault;
+    // One queue, whichever field named it, is the single-queue claim.
+    const claim = () => ctx.metrics.timeClaim(() => queues.length === 1
+      ? jobClaimOutcome(ctx.db, { organizationId: auth.organizationId, queueName: queues[0]!, workerId: body.worker_id, limit, leaseSeconds })
+      : jobClaimQueuesOutcome(ctx.db, { organizationId: auth.organizationId, queueNames: queues, workerId: body.worker_id, limit, leaseSeconds }));
+    const spanQueue = queues.join(',');
     const waitMs = body.wait_ms ?? 0;
     const controller = new AbortController();
     // A client that hung up must not be handed jobs it will never see.
@@ -182,15 +197,16 @@ export function jobWorkerRoutes(app: FastifyInstance, ctx: AppContext): void {
     };
     if (waitMs > 0) reply.raw.once('close', onClose);
     try {
-      const key = ClaimWaiters.key(auth.organizationId, body.queue_name);
-      const claimed = claimWithWait(ctx.claimWaiters, { key, waitMs, limit, signal: controller.signal }, claim);
+      const key = queues.length === 1 ? ClaimWaiters.key(auth.organizationId, queues[0]!) : queues.map((queue) => ClaimWaiters.key(auth.organizationId, queue));
+      const keyOf = (job: { queue_name: string }) => ClaimWaiters.key(auth.organizationId, job.queue_name);
+      const claimed = claimWithWait(ctx.claimWaiters, { key, keyOf, waitMs, limit, signal: controller.signal }, claim);
       const tracing = ctx.tracing;
       const jobs = await (tracing ? claimed.catch((err: unknown) => {
-        recordClaimSpan(tracing, { queue: body.queue_name, organizationId: auth.organizationId, workerId: body.worker_id, parent: parentTraceHeaders(request.headers), startTime, jobs: [], error: err });
+        recordClaimSpan(tracing, { queue: spanQueue, organizationId: auth.organizationId, workerId: body.worker_id, parent: parentTraceHeaders(request.headers), startTime, jobs: [], error: err });
         throw err;
       }) : claimed);
       ctx.metrics.observeClaimed(jobs);
-      if (ctx.tracing) recordClaimSpan(ctx.tracing, { queue: body.queue_name, organizationId: auth.organizationId, workerId: body.worker_id, parent: parentTraceHeaders(request.headers), startTime, jobs });
+      if (ctx.tracing) recordClaimSpan(ctx.tracing, { queue: spanQueue, organizationId: auth.organizationId, workerId: body.worker_id, parent: parentTraceHeaders(request.headers), startTime, jobs });
       return { jobs: jobs.map(jobToWire) };
     } finally {
       reply.raw.off('close', onClose);

@@ -98,9 +98,10 @@ describe('claim floor', () => {
       await holder.query('COMMIT');
       const read = (await entriesRead()) - before;
       // Reading from the start each time would pass every earlier claimed
-      // job's entry again: about total²/(2·batch) = 10,000 entries here. Fewer
-      // than one entry per job would mean the claims did not use the index.
-      assert.ok(read >= total && read < 3 * total, `claims read ${read} jobs_claim_idx entries to drain ${total} jobs`);
+      // job's entry again: about total²/(2·batch) = 10,000 entries here. Far
+      // fewer than one entry per job would mean the claims did not use the
+      // index (a batch's count can miss the flush: one run read 950).
+      assert.ok(read >= total / 2 && read < 3 * total, `claims read ${read} jobs_claim_idx entries to drain ${total} jobs`);
     } finally {
       await holder.end();
       await claimer.end();

@@ -190,5 +190,15 @@ describe('dependencies API', () => {
     assert.deepEqual((await server.request('GET', `/api/v1/jobs/${shown}/dependencies/results`)).body, { job_id: shown, results: [] });
     const other = await server.createOrganization();
     assert.equal((await server.request('GET', `/api/v1/jobs/${child}/dependencies/results`, { auth: other.apiKey })).status, 404);
+
+    // A dependency whose row is gone (retention, DLQ purge): named with a null status to a key with every queue.
+    await server.database.pool.query('DELETE FROM spool.jobs WHERE id = $1', [hidden]);
+    const gone = await server.request('GET', `/api/v1/jobs/${child}/dependencies/results`);
+    assert.equal(gone.status, 200, gone.text);
+    assert.deepEqual(gone.body.results[1], {
+      job_id: hidden, key: null, queue_name: null, status: null, result: null, error: null, completed_at: null,
+      dependency_type: 'completion', on_parent_failure: 'continue',
+    });
+    assert.equal((await server.request('GET', `/api/v1/jobs/${child}/dependencies/results`, { auth: scoped })).body.results.length, 1);
   });
 });

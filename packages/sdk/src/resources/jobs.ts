@@ -186,7 +186,8 @@ export interface DependencyResult<R = Json> {
   jobId: string;
   /** Its key in its workflow (null outside one). */
   key: string | null;
-  queueName: string;
+  /** null with `status`: the job no longer exists. */
+  queueName: string | null;
   /** null: the job no longer exists (retention, DLQ purge). */
   status: JobStatus | null;
   /** What it completed with; null until it has. */

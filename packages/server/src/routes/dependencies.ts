@@ -44,8 +44,8 @@ const Edge = Type.Object({
 const DependencyResult = Type.Object({
   job_id: Type.String(),
   key: Nullable(Type.String({ description: "the dependency's key in its workflow" })),
-  queue_name: Type.String(),
-  status: Nullable(Type.String({ description: 'null: the job no longer exists (retention, DLQ purge)' })),
+  queue_name: Nullable(Type.String()),
+  status: Nullable(Type.String({ description: 'null (and queue_name null): the job no longer exists (retention, DLQ purge); shown only to keys with every queue' })),
   result: Type.Unknown({ description: 'what it completed with (null until it has)' }),
   error: Nullable(Type.String({ description: 'its last error, when it has not completed (why it failed, was cancelled or expired)' })),
   completed_at: Nullable(Type.String({ format: 'date-time', description: 'when it ended, whichever way' })),

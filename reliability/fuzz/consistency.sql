@@ -62,10 +62,15 @@ JOIN LATERAL (
 WHERE c.total = w.total_jobs
   AND (w.completed_jobs, w.failed_jobs, w.cancelled_jobs) IS DISTINCT FROM (c.completed, c.failed, c.cancelled)
 UNION ALL
-SELECT 'dependencies_remaining ' || j.dependencies_remaining || ' but ' || c.remaining || ' dependencies are not completed', j.id::text
+-- An edge is satisfied by a completed parent, or (on_parent_failure
+-- 'continue', migration 035) by one that ended without success; a released
+-- job's continue edges stay satisfied even if their parent was retried since.
+SELECT 'dependencies_remaining ' || j.dependencies_remaining || ' but ' || c.remaining || ' dependencies are not satisfied', j.id::text
 FROM spool.jobs j
 JOIN LATERAL (
-  SELECT count(*) FILTER (WHERE p.status IS DISTINCT FROM 'completed')::int AS remaining
+  SELECT count(*) FILTER (WHERE p.status IS DISTINCT FROM 'completed'
+                            AND NOT (d.on_parent_failure = 'continue'
+                                     AND (j.dependencies_met OR coalesce(p.status IN ('failed', 'deadletter', 'cancelled'), false))))::int AS remaining
   FROM spool.job_dependencies d LEFT JOIN spool.jobs p ON p.id = d.depends_on_job_id
   WHERE d.organization_id = j.organization_id AND d.job_id = j.id
 ) c ON true

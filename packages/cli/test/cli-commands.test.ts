@@ -188,20 +188,24 @@ test('workflows: create from a file, list, get with its jobs, cancel', async () 
     jobs: [
       { key: 'extract', queue_name: 'cmd-wf', payload: { step: 1 } },
       { key: 'load', queue_name: 'cmd-wf', payload: { step: 2 }, depends_on: ['extract'] },
+      { key: 'report', queue_name: 'cmd-wf', payload: { step: 3 }, depends_on: ['extract', 'load'], on_parent_failure: { extract: 'continue' } },
     ],
   }));
   const created = JSON.parse(ok(await spool(['workflows', 'create', '--file', file, '--json'])).stdout);
-  assert.equal(created.job_ids.length, 2);
+  assert.equal(created.job_ids.length, 3);
   const id = created.workflow_id as string;
 
   const list = ok(await spool(['workflows', 'list'])).stdout;
-  assert.match(list, new RegExp(`^${id}\\s+cmd-etl\\s+\\w+\\s+0/2\\s`, 'm'));
+  assert.match(list, new RegExp(`^${id}\\s+cmd-etl\\s+\\w+\\s+0/3\\s`, 'm'));
   const shown = ok(await spool(['workflows', 'get', id])).stdout;
   assert.match(shown, /^name\s+cmd-etl$/m);
   assert.match(shown, /^load\s+\S+\s+cmd-wf\s+\w+\s+extract\s+-$/m);
+  assert.match(shown, /^report\s+\S+\s+cmd-wf\s+\w+\s+(extract\(continue\),load|load,extract\(continue\))\s+-$/m);
   const asJson = JSON.parse(ok(await spool(['workflows', 'get', id, '--json'])).stdout);
-  assert.equal(asJson.jobs.length, 2);
-  assert.equal(asJson.total_jobs, 2);
+  assert.equal(asJson.jobs.length, 3);
+  assert.equal(asJson.total_jobs, 3);
+  const extractId = created.job_ids.find((j: { key: string }) => j.key === 'extract').job_id;
+  assert.equal(asJson.jobs.find((j: { key: string }) => j.key === 'report').on_parent_failure[extractId], 'continue');
 
   assert.equal(ok(await spool(['workflows', 'cancel', id])).stdout, `Workflow ${id} is cancelled.\n`);
   const badFile = await spool(['workflows', 'create', '--file', join(dir, 'nope.json')]);

@@ -399,7 +399,7 @@ describe('dashboard', { timeout: 180_000 }, () => {
           { key: 'extract', queue_name: 'etl', payload: {} },
           { key: 'transform', queue_name: 'etl', payload: {}, depends_on: ['extract'] },
           { key: 'load', queue_name: 'etl', payload: {}, depends_on: ['transform'] },
-          { key: 'notify', queue_name: 'etl', payload: {}, depends_on: ['extract'] },
+          { key: 'notify', queue_name: 'etl', payload: {}, depends_on: ['extract'], on_parent_failure: 'continue' },
         ],
       },
     });
@@ -428,6 +428,8 @@ describe('dashboard', { timeout: 180_000 }, () => {
         const keys = await page.locator('.dag-node').evaluateAll((nodes) => nodes.map((n) => n.getAttribute('data-key')).sort());
         assert.deepEqual(keys, ['extract', 'load', 'notify', 'transform']);
         assert.equal(await page.locator('.dag-edge').count(), 3);
+        assert.equal(await page.locator('path.dag-edge[data-policy="continue"]').count(), 1, 'the edge shows its on_parent_failure');
+        assert.deepEqual(await page.locator('.dag-legend li').evaluateAll((items) => items.map((i) => i.getAttribute('data-policy'))), ['block', 'continue']);
       }
       await d.screenshot(name);
     }

@@ -37,7 +37,7 @@ const FUNCTIONS: SqlFunction[] = [
       'timestamptz[]', 'timestamptz[]', 'text[]', 'text[]', 'text[]', 'text[]', 'text[]', 'text[]', 'int', 'int', 'text[]'],
     returns: 'TABLE(ord int, outcome text, job_id uuid, status text, run_at timestamptz, after_job_id uuid, woken bigint)',
   },
-  { file: 'job-dependencies-insert.sql', args: ['uuid', 'uuid', 'uuid[]', 'text', 'text'], returns: 'TABLE(depends_on_job_id uuid)' },
+  { file: 'job-dependencies-insert.sql', args: ['uuid', 'uuid', 'uuid[]', 'text', 'text', 'text'], returns: 'TABLE(depends_on_job_id uuid)' },
   { file: 'job-dependencies-recount.sql', args: ['uuid', 'uuid[]'], returns: 'TABLE(id uuid, dependencies_met boolean, was_met boolean, notified boolean)' },
   { file: 'organization-limit-lock.sql', args: ['uuid', 'text'], returns: 'void' },
   { file: 'organization-active-jobs.sql', args: ['uuid', 'int'], returns: 'TABLE(active bigint)' },

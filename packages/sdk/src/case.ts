@@ -15,6 +15,9 @@ export const VERBATIM_WIRE_KEYS: ReadonlySet<string> = new Set([
   'extra',
   'payload_template',
   'custom_limits',
+  // A workflow job's on_parent_failure may be keyed by the user's own job keys
+  // (or, in answers, job ids): those keys must not be renamed.
+  'on_parent_failure',
 ]);
 
 /**

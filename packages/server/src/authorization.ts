@@ -31,6 +31,8 @@ type Need =
   | 'work'
   /** Read jobs (payloads and results included). */
   | 'read_jobs'
+  /** What a job runs with besides its payload (its dependencies' results): the roles that read jobs, and workers, whose handlers need it. */
+  | 'job_inputs'
   /** Read everything else queue-bound: queues, workers, schedules, event streams, the organization's metrics and activity history. */
   | 'read'
   /** Change what exists: cancel, retry, priority, edits, dependencies, DLQ, queue config, schedules, workflows. */
@@ -41,14 +43,14 @@ type Need =
   | 'org_admin';
 
 const ROLE_NEEDS: Record<ApiKeyRole, ReadonlySet<Need>> = {
-  admin: new Set<Need>(['any', 'enqueue', 'work', 'read_jobs', 'read', 'manage', 'org_read', 'org_admin']),
-  producer: new Set<Need>(['any', 'enqueue', 'read_jobs']),
-  worker: new Set<Need>(['any', 'work']),
-  read_only: new Set<Need>(['any', 'read_jobs', 'read', 'org_read']),
+  admin: new Set<Need>(['any', 'enqueue', 'work', 'read_jobs', 'job_inputs', 'read', 'manage', 'org_read', 'org_admin']),
+  producer: new Set<Need>(['any', 'enqueue', 'read_jobs', 'job_inputs']),
+  worker: new Set<Need>(['any', 'work', 'job_inputs']),
+  read_only: new Set<Need>(['any', 'read_jobs', 'job_inputs', 'read', 'org_read']),
 };
 
 /** Needs that only read: objects spanning queues are visible when any of their queues is allowed. */
-const READS = new Set<Need>(['any', 'read_jobs', 'read', 'org_read']);
+const READS = new Set<Need>(['any', 'read_jobs', 'job_inputs', 'read', 'org_read']);
 
 /** Every operation, with what it needs. The route table test checks every route names one. */
 export const OPERATIONS = {
@@ -74,6 +76,8 @@ export const OPERATIONS = {
   'job.stats': 'read_jobs',
   'dlq.list': 'read_jobs',
   'workflow.read': 'read_jobs',
+  // GET /jobs/{id}/dependencies/results: a dependent's handler reads it with a worker key.
+  'job.dependency_results': 'job_inputs',
 
   'queue.read': 'read',
   'worker.read': 'read',
@@ -139,6 +143,7 @@ const NEED_ROLES: Record<Need, string> = {
   enqueue: 'an admin or producer key',
   work: 'an admin or worker key',
   read_jobs: 'an admin, producer or read-only key',
+  job_inputs: 'an admin, producer, worker or read-only key',
   read: 'an admin or read-only key',
   manage: 'an admin key',
   org_read: 'an admin or read-only key with access to every queue',

@@ -153,6 +153,22 @@ describe('job_key: replace', () => {
   });
 });
 
+describe('job_key: replace after a running job that fails', () => {
+  it('the queued job runs once the running one has dead-lettered', async () => {
+    const key = { key: 'sync-f', mode: 'replace' };
+    const first = await create({ queue_name: 'krf', job_key: key, max_retries: 0 });
+    const [claimed] = await claim(server, { queue_name: 'krf' });
+    assert.equal(claimed.id, first.body.id);
+    const after = await create({ queue_name: 'krf', job_key: key, payload: { v: 2 } });
+    assert.equal(after.body.key_outcome, 'created');
+    assert.deepEqual(await claim(server, { queue_name: 'krf' }), []);
+    await req('POST', `/jobs/${claimed.id}/fail`, { worker_id: 'w1', lease_id: claimed.lease_id, error: 'boom' });
+    assert.equal((await job(claimed.id)).status, 'deadletter');
+    const [next] = await claim(server, { queue_name: 'krf' });
+    assert.equal(next?.id, after.body.id, 'on_parent_failure continue: it runs after a failure too');
+  });
+});
+
 describe('job_key in bulk', () => {
   it('applies items of one key in order and answers each with its outcome', async () => {
     const res = await req('POST', '/jobs/bulk', {

@@ -274,10 +274,10 @@ describe('realtime streams carry only the key\'s queues', () => {
 describe('key roles', () => {
   it('each role may perform exactly the operations of its needs, on every route (from the route table)', async () => {
     const ROLE_NEEDS: Record<string, string[]> = {
-      admin: ['any', 'enqueue', 'work', 'read_jobs', 'read', 'manage', 'org_read', 'org_admin'],
-      producer: ['any', 'enqueue', 'read_jobs'],
-      worker: ['any', 'work'],
-      read_only: ['any', 'read_jobs', 'read', 'org_read'],
+      admin: ['any', 'enqueue', 'work', 'read_jobs', 'job_inputs', 'read', 'manage', 'org_read', 'org_admin'],
+      producer: ['any', 'enqueue', 'read_jobs', 'job_inputs'],
+      worker: ['any', 'work', 'job_inputs'],
+      read_only: ['any', 'read_jobs', 'job_inputs', 'read', 'org_read'],
     };
     const keys: Record<string, string> = {};
     for (const role of Object.keys(ROLE_NEEDS)) {

@@ -170,7 +170,7 @@ describe('workflow reads', () => {
     assert.equal(detail.status, 'running');
     // What the official Spooled dashboard's workflow page reads, beside the counters.
     assert.deepEqual(detail.jobs.map((j: { key: string }) => j.key), ['A', 'B', 'C', 'D']);
-    const edge = (parent: keyof typeof id, child: keyof typeof id) => ({ parent_job_id: id[parent], child_job_id: id[child], dependency_type: 'completion' });
+    const edge = (parent: keyof typeof id, child: keyof typeof id) => ({ parent_job_id: id[parent], child_job_id: id[child], dependency_type: 'completion', on_parent_failure: 'block' });
     const byPair = (e: { parent_job_id: string; child_job_id: string }) => `${e.parent_job_id}>${e.child_job_id}`;
     assert.deepEqual([...detail.dependencies].sort((a, b) => byPair(a).localeCompare(byPair(b))), [edge('A', 'B'), edge('A', 'C'), edge('B', 'D'), edge('C', 'D')].sort((a, b) => byPair(a).localeCompare(byPair(b))));
     assert.deepEqual(detail.progress, { total: 4, completed: 0, failed: 0, pending: 3, processing: 1 });
@@ -196,7 +196,7 @@ describe('job dependencies', () => {
     assert.equal(added.body.added, 1);
     assert.equal(added.body.dependencies_added, 1);
     assert.equal(added.body.dependencies_met, false);
-    assert.deepEqual(added.body.dependencies, [{ job_id: child, depends_on_job_id: parent, dependency_type: 'completion' }]);
+    assert.deepEqual(added.body.dependencies, [{ job_id: child, depends_on_job_id: parent, dependency_type: 'completion', on_parent_failure: 'block' }]);
     const cycle = await server.request('POST', `/api/v1/jobs/${parent}/dependencies`, { body: { depends_on: [child], dependency_mode: 'any' } });
     assert.equal(cycle.status, 200);
     assert.equal(cycle.body.added, 0);
@@ -204,7 +204,7 @@ describe('job dependencies', () => {
     const view = await server.request('GET', `/api/v1/jobs/${child}/dependencies`);
     assert.equal(view.status, 200);
     assert.equal(view.body.dependencies_met, false);
-    assert.deepEqual(view.body.dependencies, [{ job_id: parent, queue_name: 'deps-parent', status: 'pending', dependency_type: 'completion' }]);
+    assert.deepEqual(view.body.dependencies, [{ job_id: parent, queue_name: 'deps-parent', status: 'pending', dependency_type: 'completion', on_parent_failure: 'block' }]);
     const parentView = await server.request('GET', `/api/v1/jobs/${parent}/dependencies`);
     assert.deepEqual(parentView.body.dependents.map((d: { job_id: string }) => d.job_id), [child]);
 

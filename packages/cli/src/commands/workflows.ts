@@ -65,7 +65,11 @@ export function workflowsCommand(): Command {
               { header: 'JOB', value: (j) => j.id },
               { header: 'QUEUE', value: (j) => j.queueName },
               { header: 'STATUS', value: (j) => j.status },
-              { header: 'DEPENDS ON', value: (j) => j.dependsOn.map((dep) => keyOf.get(dep) ?? dep).join(',') },
+              // An edge's on_parent_failure when it is not the default block: "extract(continue)".
+              { header: 'DEPENDS ON', value: (j) => j.dependsOn.map((dep) => {
+                const policy = j.onParentFailure?.[dep];
+                return `${keyOf.get(dep) ?? dep}${policy && policy !== 'block' ? `(${policy})` : ''}`;
+              }).join(',') },
               { header: 'ERROR', value: (j) => j.error },
             ],
             'No jobs.',
@@ -77,7 +81,7 @@ export function workflowsCommand(): Command {
   workflows
     .command('create')
     .description('create a workflow from a JSON file (the POST /api/v1/workflows body; - for stdin)')
-    .requiredOption('-f, --file <path>', 'e.g. {"name":"etl","jobs":[{"key":"a","queue_name":"q","payload":{}},{"key":"b","queue_name":"q","payload":{},"depends_on":["a"]}]}')
+    .requiredOption('-f, --file <path>', 'e.g. {"name":"etl","jobs":[{"key":"a","queue_name":"q","payload":{}},{"key":"b","queue_name":"q","payload":{},"depends_on":["a"],"on_parent_failure":"cancel"}]}')
     .action(async (opts: { file: string }, command: Command) => {
       const params = readDefinition(opts.file);
       const ctx = contextFor(command);

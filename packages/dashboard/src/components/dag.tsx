@@ -57,24 +57,49 @@ function place(jobs: WorkflowJob[]): { nodes: Map<string, Placed>; width: number
   };
 }
 
-/** The workflow as a layered graph: one box per job, coloured by status, arrows from dependency to dependent. */
+/** What each on_parent_failure does, as the edge's tooltip and the legend say it. */
+const POLICY_TEXT: Record<string, string> = {
+  block: 'if it fails for good, this job waits (a retry that completes releases it)',
+  cancel: 'if it fails for good, this job is cancelled',
+  continue: 'if it fails for good, this job runs anyway',
+};
+
+/**
+ * The workflow as a layered graph: one box per job, coloured by status, arrows
+ * from dependency to dependent; an edge's on_parent_failure shows in its style
+ * (dashed: continue, red: cancel) and tooltip.
+ */
 export function Dag({ jobs }: { jobs: WorkflowJob[] }): JSX.Element {
   const { nodes, width, height } = place(jobs);
   const edges: JSX.Element[] = [];
+  const used = new Set<string>();
   for (const { job, x, y } of nodes.values()) {
     for (const parentId of job.depends_on) {
       const parent = nodes.get(parentId);
       if (!parent) continue;
+      const policy = job.on_parent_failure?.[parentId] ?? 'block';
+      used.add(policy);
       const x1 = parent.x + NODE_W;
       const y1 = parent.y + NODE_H / 2;
       const x2 = x;
       const y2 = y + NODE_H / 2;
       const mid = (x1 + x2) / 2;
-      edges.push(<path key={`${parentId}-${job.id}`} class="dag-edge" d={`M${x1},${y1} C${mid},${y1} ${mid},${y2} ${x2 - 6},${y2}`} marker-end="url(#dag-arrow)" />);
+      edges.push(
+        <path key={`${parentId}-${job.id}`} class={`dag-edge dag-edge-${policy}`} data-policy={policy}
+          d={`M${x1},${y1} C${mid},${y1} ${mid},${y2} ${x2 - 6},${y2}`} marker-end="url(#dag-arrow)">
+          <title>{`${parent.job.key ?? parentId} → ${job.key ?? job.id}: on_parent_failure ${policy} (${POLICY_TEXT[policy] ?? policy})`}</title>
+        </path>,
+      );
     }
   }
+  const legend = [...used].filter((policy) => policy !== 'block' || used.size > 1).sort();
   return (
     <div class="dag-wrap">
+      {legend.length > 0 ? (
+        <ul class="dag-legend" aria-label="When a dependency fails">
+          {legend.map((policy) => <li key={policy} data-policy={policy}><span class={`dag-swatch dag-edge-${policy}`} /> {policy}: {POLICY_TEXT[policy] ?? policy}</li>)}
+        </ul>
+      ) : null}
       <svg class="dag" width={width} height={height} viewBox={`0 0 ${width} ${height}`} role="img" aria-label="Workflow graph">
         <defs>
           <marker id="dag-arrow" viewBox="0 0 10 10" refX="8" refY="5" markerWidth="7" markerHeight="7" orient="auto-start-reverse">

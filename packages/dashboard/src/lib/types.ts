@@ -209,6 +209,8 @@ export interface WorkflowJob {
   depends_on: string[];
   error: string | null;
   attempt: number;
+  /** Spool extension: per depends_on entry (by job id), what that dependency's final failure does to this job. */
+  on_parent_failure?: Record<string, 'block' | 'cancel' | 'continue'>;
 }
 
 export interface ApiKey {

@@ -225,9 +225,9 @@ BEGIN
   IF ins.created AND per_day IS NOT NULL AND NOT EXISTS (SELECT 1 FROM spool.op_organization_quota_reserve(k.organization_id, 1, per_day)) THEN
     RAISE EXCEPTION USING ERRCODE = '54000', MESSAGE = format('spool.enqueue: daily job limit reached: %s jobs a day on the %s plan', per_day, plan->>'display_name');
   END IF;
-  -- replace while the key's job runs: the new job waits for it (as job-enqueue.ts does).
+  -- replace while the key's job runs: the new job waits for it to end, however it ends (as job-enqueue.ts does).
   IF ins.created AND after_job IS NOT NULL THEN
-    PERFORM spool.op_job_dependencies_insert(k.organization_id, ins.id, ARRAY[after_job], 'completion', NULL);
+    PERFORM spool.op_job_dependencies_insert(k.organization_id, ins.id, ARRAY[after_job], 'completion', NULL, 'continue');
     PERFORM spool.op_job_dependencies_recount(k.organization_id, ARRAY[ins.id]);
   END IF;
   outcome := CASE WHEN jk IS NULL THEN NULL WHEN ins.created THEN 'created' ELSE 'deduplicated' END;

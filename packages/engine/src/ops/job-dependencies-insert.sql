@@ -2,10 +2,12 @@
 -- dependent's mode when $5 is given, and stamps each dependency with this
 -- transaction's id (migration 024): a completion looks for dependents only
 -- of a stamped job, and one that started before this commits cannot see the
--- new edge, sees the stamp instead, and recounts.
+-- new edge, sees the stamp instead, and recounts. (A failure of the
+-- dependency waits on this transaction's row lock and settles the new edge's
+-- $6 on_parent_failure, migration 035, from a snapshot that sees it.)
 WITH added AS (
-  INSERT INTO spool.job_dependencies (organization_id, job_id, depends_on_job_id, dependency_type)
-  SELECT $1, $2, dep, $4 FROM unnest($3::uuid[]) AS dep
+  INSERT INTO spool.job_dependencies (organization_id, job_id, depends_on_job_id, dependency_type, on_parent_failure)
+  SELECT $1, $2, dep, $4, $6 FROM unnest($3::uuid[]) AS dep
   ON CONFLICT DO NOTHING
   RETURNING depends_on_job_id
 ),

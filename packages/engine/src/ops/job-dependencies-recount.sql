@@ -5,10 +5,14 @@
 -- statement's snapshot then includes every completion that reached them
 -- first. Workflow blocked counters follow; one pg_notify if any job was
 -- released. A dependency whose job no longer exists never completes.
+-- An edge is satisfied when its parent completed, or when it ended without
+-- success and the edge says on_parent_failure 'continue' (migration 035).
 WITH counts AS (
   SELECT j.id, j.dependencies_met AS was_met,
          count(d.depends_on_job_id)::int AS total,
-         (count(d.depends_on_job_id) FILTER (WHERE p.status IS DISTINCT FROM 'completed'))::int AS remaining
+         (count(d.depends_on_job_id) FILTER (
+            WHERE p.status IS DISTINCT FROM 'completed'
+              AND NOT (d.on_parent_failure = 'continue' AND coalesce(p.status IN ('failed', 'deadletter', 'cancelled'), false))))::int AS remaining
   FROM spool.jobs j
   LEFT JOIN spool.job_dependencies d ON d.organization_id = j.organization_id AND d.job_id = j.id
   LEFT JOIN spool.jobs p ON p.id = d.depends_on_job_id AND p.organization_id = j.organization_id

@@ -3,6 +3,7 @@ import { ConflictError, NotFoundError, type JobStatus } from '@spool/protocol';
 import type { Queryable } from '../db.js';
 import { run, sqlFile, transaction } from '../db.js';
 import { isUuid } from '../ids.js';
+import { ON_PARENT_FAILURE, type OnParentFailure } from './workflow-create.js';
 
 const lockJobs = sqlFile(import.meta.url, './job-dependencies-lock.sql');
 const lockDependents = sqlFile(import.meta.url, './job-dependents-lock.sql');
@@ -10,12 +11,18 @@ const closure = sqlFile(import.meta.url, './job-dependents-closure.sql');
 const insertEdges = sqlFile(import.meta.url, './job-dependencies-insert.sql');
 const recount = sqlFile(import.meta.url, './job-dependencies-recount.sql');
 const getEdges = sqlFile(import.meta.url, './job-dependencies-get.sql');
+const settle = sqlFile(import.meta.url, './job-dependents-settle.sql');
+const results = sqlFile(import.meta.url, './job-dependency-results.sql');
+
+/** Statuses a job ends in without success: its dependents' on_parent_failure applies. */
+const ENDED_UNSUCCESSFULLY: ReadonlySet<JobStatus> = new Set(['failed', 'deadletter', 'cancelled']);
 
 export interface DependencyEdgeView {
   job_id: string;
   queue_name: string | null;
   status: JobStatus | null;
   dependency_type: string;
+  on_parent_failure: OnParentFailure;
 }
 
 export interface JobDependencies {
@@ -56,11 +63,15 @@ export interface DependenciesAddParams {
   dependencyType?: string;
   /** Changes the dependent's mode when given. */
   dependencyMode?: 'all' | 'any' | null;
+  /** Stored on each new edge (`block` by default; migration 035). */
+  onParentFailure?: OnParentFailure;
 }
 
 export interface DependenciesAddResult {
-  added: { job_id: string; depends_on_job_id: string; dependency_type: string }[];
+  added: { job_id: string; depends_on_job_id: string; dependency_type: string; on_parent_failure: OnParentFailure }[];
   dependenciesMet: boolean;
+  /** The job's status afterwards: `cancelled` when a new `cancel` edge points to a job that has already failed. */
+  status: JobStatus;
 }
 
 /**
@@ -69,6 +80,10 @@ export interface DependenciesAddResult {
  * the job's `dependencies_met` is recounted. Unknown jobs → NotFoundError; a
  * job that already started → ConflictError. Must run inside a transaction
  * (see jobDependenciesAddTx): it locks, then recounts with a fresh snapshot.
+ * A new edge's policy holds from now on, also for a dependency that has
+ * already ended without success: `continue` counts it as satisfied in the
+ * recount, `cancel` cancels the job at once (spool.job_dependents_settle),
+ * `block` leaves it blocked.
  */
 export async function jobDependenciesAdd(client: pg.PoolClient | pg.Client, params: DependenciesAddParams): Promise<DependenciesAddResult> {
   const { organizationId: org, jobId } = params;
@@ -92,12 +107,49 @@ export async function jobDependenciesAdd(client: pg.PoolClient | pg.Client, para
   const cyclic = new Set((await run<{ id: string }>(client, closure, [org, jobId, candidates])).map((row) => row.id));
   const accepted = candidates.filter((id) => !cyclic.has(id));
   const type = params.dependencyType ?? 'completion';
-  const inserted = await run<{ depends_on_job_id: string }>(client, insertEdges, [org, jobId, accepted, type, params.dependencyMode ?? null]);
+  const policy = params.onParentFailure ?? 'block';
+  if (!ON_PARENT_FAILURE.includes(policy)) throw new RangeError(`onParentFailure must be one of ${ON_PARENT_FAILURE.join(', ')}`);
+  const inserted = await run<{ depends_on_job_id: string }>(client, insertEdges, [org, jobId, accepted, type, params.dependencyMode ?? null, policy]);
   const [state] = await run<{ dependencies_met: boolean }>(client, recount, [org, [jobId]]);
+  let status: JobStatus = job.status;
+  // The parents are locked: a status read above stays true until commit.
+  const ended = policy === 'cancel' ? inserted.map((row) => row.depends_on_job_id).filter((id) => ENDED_UNSUCCESSFULLY.has(byId.get(id)!.status)) : [];
+  if (ended.length > 0) {
+    const [settled] = await run<{ cancelled: number }>(client, settle, [org, ended, [jobId]]);
+    if ((settled?.cancelled ?? 0) > 0) status = 'cancelled';
+  }
   return {
-    added: inserted.map((row) => ({ job_id: jobId, depends_on_job_id: row.depends_on_job_id, dependency_type: type })),
+    added: inserted.map((row) => ({ job_id: jobId, depends_on_job_id: row.depends_on_job_id, dependency_type: type, on_parent_failure: policy })),
     dependenciesMet: state?.dependencies_met ?? true,
+    status,
   };
+}
+
+export interface DependencyResult {
+  job_id: string;
+  /** Its key in its workflow, if it belongs to one. */
+  key: string | null;
+  queue_name: string | null;
+  /** null: the job no longer exists (retention, DLQ purge). */
+  status: JobStatus | null;
+  result: unknown;
+  /** Its last error, when it has not completed. */
+  error: string | null;
+  completed_at: Date | null;
+  dependency_type: string;
+  on_parent_failure: OnParentFailure;
+}
+
+/**
+ * What the dependencies of a job ended with, in the order the edges were
+ * added; null when the job does not exist in the organization. `queues`
+ * (LIKE patterns, null = every queue) leaves out dependencies of other queues.
+ */
+export async function jobDependencyResults(db: Queryable, params: { organizationId: string; jobId: string; queues?: string[] | null; limit: number; offset: number }): Promise<DependencyResult[] | null> {
+  if (!isUuid(params.jobId)) return null;
+  const rows = await run<DependencyResult | { job_id: null }>(db, results, [params.organizationId, params.jobId, params.queues ?? null, params.limit, params.offset]);
+  if (rows.length === 0) return null;
+  return rows.filter((row): row is DependencyResult => row.job_id !== null);
 }
 
 /** jobDependenciesAdd in its own transaction. */

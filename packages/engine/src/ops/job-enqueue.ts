@@ -99,9 +99,9 @@ async function enqueueRound(client: pg.PoolClient | pg.Client, jobs: NewJob[], r
     const job = inserted[i]!;
     // created false: a concurrent enqueue without a key took the idempotency key first.
     results[round[n]!] = { ...job, keyOutcome: job.created ? 'created' : 'deduplicated' };
-    // replace while the key's job runs: the new one waits for it to end.
+    // replace while the key's job runs: the new one waits for it to end, however it ends.
     if (job.created && row.after_job_id) {
-      await jobDependenciesAdd(client, { organizationId: items[n]!.organizationId, jobId: job.id, dependsOn: [row.after_job_id] });
+      await jobDependenciesAdd(client, { organizationId: items[n]!.organizationId, jobId: job.id, dependsOn: [row.after_job_id], onParentFailure: 'continue' });
     }
   }
 }

@@ -52,7 +52,9 @@ SELECT f.*,
            AND p.concurrency_key = f.concurrency_key
        ) END AS key_running,
        -- Dependencies that have not completed (a deleted one has a null status
-       -- and never completes), the first 100 by when they were added.
+       -- and never completes), the first 100 by when they were added. A
+       -- continue edge to a job that ended without success is satisfied
+       -- (migration 035), so it holds nothing.
        CASE WHEN f.dependencies_met IS FALSE THEN (
          SELECT json_build_object(
                   'count', count(*),
@@ -64,6 +66,7 @@ SELECT f.*,
            FROM spool.job_dependencies e
            LEFT JOIN spool.jobs p ON p.organization_id = e.organization_id AND p.id = e.depends_on_job_id
            WHERE e.organization_id = $1 AND e.job_id = f.id AND p.status IS DISTINCT FROM 'completed'
+             AND NOT (e.on_parent_failure = 'continue' AND coalesce(p.status IN ('failed', 'deadletter', 'cancelled'), false))
          ) d
        ) END AS dependencies,
        (SELECT count(*)::int FROM spool.workers w

@@ -3,6 +3,10 @@
 -- scheduled_at from spool.backoff_ms and the queue's backoff settings;
 -- otherwise it is dead-lettered with a dead_letter_queue row. A job whose
 -- cancellation was requested while it ran ends cancelled instead.
+-- The dependents of a job that ends here (dead-lettered or cancelled) follow
+-- their edges' on_parent_failure in the same statement
+-- (spool.job_dependents_settle, migration 035); only stamped jobs
+-- (migration 024) are handed to it, and it is not called without one.
 WITH input AS (
   SELECT * FROM unnest($2::uuid[], $3::text[], $4::uuid[], $5::text[], $6::boolean[])
          AS t(id, worker_id, lease_id, error, retryable)
@@ -45,7 +49,7 @@ updated AS (
   FROM target t
   WHERE j.id = t.id
   RETURNING j.id, j.organization_id, j.queue_name, j.status, j.retry_count, j.scheduled_at, j.payload,
-            j.workflow_id, j.completion_webhook, t.held_lease_id, t.worker_id, t.error
+            j.workflow_id, j.completion_webhook, t.held_lease_id, t.worker_id, t.error, j.dependents_xid
 ),
 dlq AS (
   INSERT INTO spool.dead_letter_queue (organization_id, job_id, queue_name, payload, error, retry_count)
@@ -58,19 +62,31 @@ history AS (
          'processing', status, worker_id, held_lease_id, error
   FROM updated
 ),
+settled AS MATERIALIZED (
+  SELECT s.*
+  FROM (SELECT array_agg(id) AS ids FROM updated WHERE dependents_xid IS NOT NULL AND status <> 'pending') e
+  CROSS JOIN LATERAL spool.job_dependents_settle(e.ids) s
+  WHERE e.ids IS NOT NULL
+),
+-- The ended jobs, and the dependents settled for them (cancelled, or no
+-- longer blocked), which may be of other workflows.
 workflow_delta AS (
-  SELECT workflow_id,
-         count(*) FILTER (WHERE status IN ('failed', 'deadletter'))::int AS failed,
-         count(*) FILTER (WHERE status = 'cancelled')::int AS cancelled
-  FROM updated
-  WHERE workflow_id IS NOT NULL AND status <> 'pending'
+  SELECT workflow_id, sum(ended)::int AS ended, sum(failed)::int AS failed, sum(cancelled)::int AS cancelled, sum(unblocked)::int AS unblocked
+  FROM (
+    SELECT workflow_id, 1 AS ended, (status IN ('failed', 'deadletter'))::int AS failed, (status = 'cancelled')::int AS cancelled, 0 AS unblocked
+    FROM updated
+    WHERE workflow_id IS NOT NULL AND status <> 'pending'
+    UNION ALL
+    SELECT workflow_id, 0, 0, cancelled, unblocked FROM settled
+  ) x
   GROUP BY workflow_id
 ),
 workflow AS (
   UPDATE spool.workflows w
   SET failed_jobs = w.failed_jobs + d.failed,
       cancelled_jobs = w.cancelled_jobs + d.cancelled,
-      started_at = coalesce(w.started_at, now()),
+      blocked_jobs = greatest(w.blocked_jobs - d.unblocked, 0),
+      started_at = CASE WHEN d.ended > 0 THEN coalesce(w.started_at, now()) ELSE w.started_at END,
       updated_at = now()
   FROM workflow_delta d
   WHERE w.organization_id = $1 AND w.id = d.workflow_id
@@ -78,5 +94,8 @@ workflow AS (
 SELECT id, queue_name, status, retry_count, scheduled_at, workflow_id, completion_webhook,
        -- Wakes the promoter (possibly on another replica) for the earliest retry: one NOTIFY per statement.
        (SELECT pg_notify('spool_jobs', json_build_object('q', ARRAY[]::text[], 's', (extract(epoch FROM min(scheduled_at)) * 1000)::bigint)::text)
-          FROM updated WHERE status = 'pending' HAVING count(*) > 0) IS NOT NULL AS notified
+          FROM updated WHERE status = 'pending' HAVING count(*) > 0) IS NOT NULL AS notified,
+       -- Read here so that the settle runs: the workflow UPDATE alone reads it only
+       -- through its join, which never runs when the organization has no workflow.
+       (SELECT count(*) FROM settled) AS dependents_settled
 FROM updated;

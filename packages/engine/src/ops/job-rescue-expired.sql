@@ -13,6 +13,10 @@
 -- event `timeout`, the queue's retry backoff, last_error naming the
 -- timeout), though the worker may still be running and heartbeating (it is
 -- refused from then on). A lease that ran out earlier is a silent worker.
+--
+-- The dependents of a job that ends here (dead-lettered or cancelled) follow
+-- their edges' on_parent_failure in the same statement
+-- (spool.job_dependents_settle, migration 035), for stamped jobs only.
 WITH expired AS (
   SELECT j.id, j.lease_id, j.assigned_worker_id,
          coalesce(j.deadline_at <= j.lease_expires_at, false) AS timed_out,
@@ -54,7 +58,7 @@ rescued AS (
   WHERE j.id = e.id
   RETURNING j.id, j.organization_id, j.queue_name, j.status, j.retry_count, j.payload, j.last_error, j.workflow_id,
             j.scheduled_at, j.in_backoff, e.timed_out,
-            e.lease_id AS held_lease_id, e.assigned_worker_id AS held_worker_id
+            e.lease_id AS held_lease_id, e.assigned_worker_id AS held_worker_id, j.dependents_xid
 ),
 dlq AS (
   INSERT INTO spool.dead_letter_queue (organization_id, job_id, queue_name, payload, error, retry_count)
@@ -66,20 +70,33 @@ history AS (
   SELECT organization_id, id, queue_name, CASE WHEN timed_out THEN 'timeout' ELSE 'lease_expired' END,
          'processing', status, held_worker_id, held_lease_id, last_error FROM rescued
 ),
--- A dead-lettered workflow job counts as failed in its workflow (docs/workflows.md).
+settled AS MATERIALIZED (
+  SELECT s.*
+  FROM (SELECT array_agg(id) AS ids FROM rescued WHERE dependents_xid IS NOT NULL AND status <> 'pending') e
+  CROSS JOIN LATERAL spool.job_dependents_settle(e.ids) s
+  WHERE e.ids IS NOT NULL
+),
+-- A dead-lettered workflow job counts as failed in its workflow (docs/workflows.md);
+-- the dependents settled for it count as cancelled or no longer blocked in theirs.
 workflow_delta AS (
-  SELECT organization_id, workflow_id,
-         count(*) FILTER (WHERE status IN ('failed', 'deadletter'))::int AS failed,
-         count(*) FILTER (WHERE status = 'cancelled')::int AS cancelled
-  FROM rescued
-  WHERE workflow_id IS NOT NULL AND status <> 'pending'
+  SELECT organization_id, workflow_id, sum(ended)::int AS ended, sum(failed)::int AS failed,
+         sum(cancelled)::int AS cancelled, sum(unblocked)::int AS unblocked
+  FROM (
+    SELECT organization_id, workflow_id, 1 AS ended, (status IN ('failed', 'deadletter'))::int AS failed,
+           (status = 'cancelled')::int AS cancelled, 0 AS unblocked
+    FROM rescued
+    WHERE workflow_id IS NOT NULL AND status <> 'pending'
+    UNION ALL
+    SELECT organization_id, workflow_id, 0, 0, cancelled, unblocked FROM settled
+  ) x
   GROUP BY organization_id, workflow_id
 ),
 workflow AS (
   UPDATE spool.workflows w
   SET failed_jobs = w.failed_jobs + d.failed,
       cancelled_jobs = w.cancelled_jobs + d.cancelled,
-      started_at = coalesce(w.started_at, now()),
+      blocked_jobs = greatest(w.blocked_jobs - d.unblocked, 0),
+      started_at = CASE WHEN d.ended > 0 THEN coalesce(w.started_at, now()) ELSE w.started_at END,
       updated_at = now()
   FROM workflow_delta d
   WHERE w.organization_id = d.organization_id AND w.id = d.workflow_id
@@ -90,5 +107,8 @@ SELECT r.id, r.organization_id, r.queue_name, r.status, r.timed_out,
        (SELECT pg_notify('spool_jobs', json_build_object(
                  'q', coalesce(array_agg(DISTINCT organization_id::text || ':' || queue_name) FILTER (WHERE NOT in_backoff), ARRAY[]::text[]),
                  's', (extract(epoch FROM min(scheduled_at) FILTER (WHERE in_backoff)) * 1000)::bigint)::text)
-          FROM rescued WHERE status = 'pending' HAVING count(*) > 0) IS NOT NULL AS notified
+          FROM rescued WHERE status = 'pending' HAVING count(*) > 0) IS NOT NULL AS notified,
+       -- Read here so that the settle runs: the workflow UPDATE alone reads it only
+       -- through its join, which never runs when the organization has no workflow.
+       (SELECT count(*) FROM settled) AS dependents_settled
 FROM rescued r;

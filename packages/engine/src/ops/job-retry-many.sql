@@ -4,6 +4,12 @@
 -- the given ids ($2), else the oldest $4 of queue $3, else of the organization;
 -- always only of the caller's queues ($7: LIKE patterns, NULL = all).
 -- $8: who asked (job_history.actor, migration 031), NULL when unknown.
+-- A retried job's continue edges (migration 035) counted as satisfied while
+-- it had failed; they wait for it again: each still blocked dependent gets
+-- them back in dependencies_remaining (only for stamped jobs, migration 024).
+-- `recount` flags a retried job that gained dependents in a transaction
+-- this statement's snapshot cannot see (as job-complete-many.sql's): the
+-- caller recounts those dependents afterwards.
 WITH target AS (
   SELECT id, status
   FROM spool.jobs
@@ -33,6 +39,21 @@ retried AS (
   WHERE j.id = t.id
   RETURNING j.*, t.status AS from_status
 ),
+rewaiting AS (
+  SELECT d.job_id, count(*)::int AS n
+  FROM retried r
+  JOIN spool.job_dependencies d
+    ON d.organization_id = r.organization_id AND d.depends_on_job_id = r.id AND d.on_parent_failure <> 'block'
+  WHERE r.dependents_xid IS NOT NULL AND d.on_parent_failure = 'continue'
+  GROUP BY d.job_id
+),
+reblocked AS (
+  UPDATE spool.jobs j
+  SET dependencies_remaining = coalesce(j.dependencies_remaining, 0) + e.n, updated_at = now()
+  FROM rewaiting e
+  WHERE j.id = e.job_id AND j.organization_id = $1
+    AND j.status IN ('pending', 'scheduled') AND j.dependencies_met = false
+),
 unlisted AS (
   DELETE FROM spool.dead_letter_queue d USING retried r WHERE d.job_id = r.id
 ),
@@ -58,6 +79,8 @@ workflow AS (
   WHERE w.organization_id = $1 AND w.id = d.workflow_id
 )
 SELECT r.*,
+       CASE WHEN r.dependents_xid IS NULL THEN false
+            ELSE NOT pg_visible_in_snapshot(r.dependents_xid, pg_current_snapshot()) END AS recount,
        (SELECT pg_notify('spool_jobs', json_build_object('q', array_agg(DISTINCT organization_id::text || ':' || queue_name))::text)
           FROM retried HAVING count(*) > 0) IS NOT NULL AS notified
 FROM retried r;

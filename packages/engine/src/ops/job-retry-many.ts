@@ -3,6 +3,7 @@ import type { Queryable } from '../db.js';
 import { run, sqlFile } from '../db.js';
 import { isUuid } from '../ids.js';
 import type { JobRow } from '../types.js';
+import { jobDependentsRecount } from './job-dependencies.js';
 
 const statement = sqlFile(import.meta.url, './job-retry-many.sql');
 
@@ -27,5 +28,9 @@ export async function jobRetryMany(db: Queryable, params: RetryParams): Promise<
   const ids = params.ids == null ? null : params.ids.filter(isUuid);
   if (ids !== null && ids.length === 0) return [];
   const limit = clamp(Math.trunc(params.limit ?? ids?.length ?? LIMITS.claimLimitMax), 1, 10_000);
-  return run<JobRow>(db, statement, [params.organizationId, ids, params.queueName ?? null, limit, params.resetRetryCount, params.from, params.queues ?? null, params.actor ?? null]);
+  const rows = await run<JobRow & { recount: boolean; notified: boolean }>(db, statement, [params.organizationId, ids, params.queueName ?? null, limit, params.resetRetryCount, params.from, params.queues ?? null, params.actor ?? null]);
+  // Rare: a dependency was added to one of these jobs while it was being
+  // retried; the statement could not see that edge (see the SQL).
+  await jobDependentsRecount(db, params.organizationId, rows.filter((row) => row.recount).map((row) => row.id));
+  return rows.map(({ recount: _recount, ...row }) => row);
 }

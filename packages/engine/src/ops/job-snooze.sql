@@ -4,7 +4,9 @@
 -- so the claim index leaves it out and the promoter (job-promote-scheduled.sql)
 -- makes it claimable when the time comes; retry_count stays as it is. A job
 -- whose cancellation was requested while it ran ends cancelled instead, as
--- a failure would end it. The history row's message is the wake-up time.
+-- a failure would end it (and its dependents follow their edges'
+-- on_parent_failure: spool.job_dependents_settle, migration 035, for a
+-- stamped job only). The history row's message is the wake-up time.
 WITH target AS (
   SELECT j.id, j.lease_id AS held_lease_id,
          CASE WHEN j.cancel_requested_at IS NOT NULL THEN 'cancelled' ELSE 'pending' END AS next_status
@@ -31,7 +33,7 @@ updated AS (
       updated_at = now()
   FROM target t
   WHERE j.id = t.id
-  RETURNING j.id, j.organization_id, j.queue_name, j.status, j.retry_count, j.scheduled_at, j.workflow_id, t.held_lease_id
+  RETURNING j.id, j.organization_id, j.queue_name, j.status, j.retry_count, j.scheduled_at, j.workflow_id, t.held_lease_id, j.dependents_xid
 ),
 history AS (
   INSERT INTO spool.job_history (organization_id, job_id, queue_name, event, from_status, to_status, worker_id, lease_id, message)
@@ -39,17 +41,37 @@ history AS (
          CASE WHEN status = 'pending' THEN to_char(scheduled_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') END
   FROM updated
 ),
--- A workflow job that ends cancelled here counts in its workflow (docs/workflows.md).
+settled AS MATERIALIZED (
+  SELECT s.*
+  FROM (SELECT array_agg(id) AS ids FROM updated WHERE dependents_xid IS NOT NULL AND status = 'cancelled') e
+  CROSS JOIN LATERAL spool.job_dependents_settle(e.ids) s
+  WHERE e.ids IS NOT NULL
+),
+-- A workflow job that ends cancelled here counts in its workflow (docs/workflows.md),
+-- and so do the dependents settled for it.
+workflow_delta AS (
+  SELECT workflow_id, sum(ended)::int AS ended, sum(cancelled)::int AS cancelled, sum(unblocked)::int AS unblocked
+  FROM (
+    SELECT workflow_id, 1 AS ended, 1 AS cancelled, 0 AS unblocked FROM updated WHERE workflow_id IS NOT NULL AND status = 'cancelled'
+    UNION ALL
+    SELECT workflow_id, 0, cancelled, unblocked FROM settled
+  ) x
+  GROUP BY workflow_id
+),
 workflow AS (
   UPDATE spool.workflows w
-  SET cancelled_jobs = w.cancelled_jobs + 1,
-      started_at = coalesce(w.started_at, now()),
+  SET cancelled_jobs = w.cancelled_jobs + d.cancelled,
+      blocked_jobs = greatest(w.blocked_jobs - d.unblocked, 0),
+      started_at = CASE WHEN d.ended > 0 THEN coalesce(w.started_at, now()) ELSE w.started_at END,
       updated_at = now()
-  FROM updated u
-  WHERE w.organization_id = $1 AND w.id = u.workflow_id AND u.status = 'cancelled'
+  FROM workflow_delta d
+  WHERE w.organization_id = $1 AND w.id = d.workflow_id
 )
 SELECT id, status, retry_count, scheduled_at,
        -- Wakes the promoter (possibly on another replica) for the wake-up time.
        (SELECT pg_notify('spool_jobs', json_build_object('q', ARRAY[]::text[], 's', (extract(epoch FROM scheduled_at) * 1000)::bigint)::text)
-          FROM updated WHERE status = 'pending') IS NOT NULL AS notified
+          FROM updated WHERE status = 'pending') IS NOT NULL AS notified,
+       -- Read here so that the settle runs: the workflow UPDATE alone reads it only
+       -- through its join, which never runs when the organization has no workflow.
+       (SELECT count(*) FROM settled) AS dependents_settled
 FROM updated;

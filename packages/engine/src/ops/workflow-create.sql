@@ -37,10 +37,11 @@ inserted AS (
   LEFT JOIN defaults d ON d.queue_name = i.queue_name
   RETURNING id, organization_id, queue_name, dependencies_met
 ),
+-- $19: each edge's on_parent_failure (migration 035), the job's or the workflow's choice.
 edges AS (
-  INSERT INTO spool.job_dependencies (organization_id, job_id, depends_on_job_id)
-  SELECT $2, e.job_id, e.depends_on_job_id
-  FROM unnest($15::uuid[], $16::uuid[]) AS e(job_id, depends_on_job_id)
+  INSERT INTO spool.job_dependencies (organization_id, job_id, depends_on_job_id, on_parent_failure)
+  SELECT $2, e.job_id, e.depends_on_job_id, e.on_parent_failure
+  FROM unnest($15::uuid[], $16::uuid[], $19::text[]) AS e(job_id, depends_on_job_id, on_parent_failure)
 ),
 history AS (
   INSERT INTO spool.job_history (organization_id, queue_name, event, from_status, to_status, job_ids)

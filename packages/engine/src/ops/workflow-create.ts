@@ -7,6 +7,18 @@ const statement = sqlFile(import.meta.url, './workflow-create.sql');
 
 export type DependencyMode = 'all' | 'any';
 
+/**
+ * What a dependency's final failure (dead-lettered, failed, cancelled or
+ * expired) does to the job that depends on it (migration 035,
+ * docs/workflows.md "When a parent fails"): `block` (the default) waits, as
+ * a retry of the parent may still complete it; `cancel` cancels the job (and
+ * its own dependents follow their edges); `continue` counts the edge as
+ * satisfied.
+ */
+export type OnParentFailure = 'block' | 'cancel' | 'continue';
+
+export const ON_PARENT_FAILURE: readonly OnParentFailure[] = ['block', 'cancel', 'continue'];
+
 export interface WorkflowJobInput {
   key: string;
   queueName: string;
@@ -14,6 +26,8 @@ export interface WorkflowJobInput {
   /** Keys of jobs in the same workflow; [] = runs at once. */
   dependsOn?: string[];
   dependencyMode?: DependencyMode;
+  /** For all its edges, or per dependency key; edges not named take the workflow's. */
+  onParentFailure?: OnParentFailure | Record<string, OnParentFailure>;
   priority?: number;
   maxRetries?: number;
   timeoutSeconds?: number;
@@ -24,6 +38,8 @@ export interface WorkflowInput {
   name: string;
   description?: string | null;
   metadata?: unknown;
+  /** The default of its edges; `block` when absent. */
+  onParentFailure?: OnParentFailure;
   jobs: WorkflowJobInput[];
 }
 
@@ -35,10 +51,11 @@ export interface CreatedWorkflow {
 
 /**
  * Orders the jobs so that every job comes after its dependencies, or throws a
- * ValidationError naming a duplicate key, an unknown key in depends_on, or
- * the keys on a cycle (Kahn's algorithm).
+ * ValidationError naming a duplicate key, an unknown key in depends_on, the
+ * keys on a cycle (Kahn's algorithm), or an on_parent_failure that is no
+ * policy or names a key outside the job's depends_on.
  */
-export function workflowTopologicalOrder(jobs: readonly Pick<WorkflowJobInput, 'key' | 'dependsOn'>[]): string[] {
+export function workflowTopologicalOrder(jobs: readonly (Pick<WorkflowJobInput, 'key' | 'dependsOn'> & Partial<Pick<WorkflowJobInput, 'onParentFailure'>>)[]): string[] {
   const keys = new Set<string>();
   jobs.forEach((job, index) => {
     if (keys.has(job.key)) throw new ValidationError(`jobs[${index}].key "${job.key}" is used twice; keys must be unique`, { field: `jobs[${index}].key` });
@@ -53,6 +70,17 @@ export function workflowTopologicalOrder(jobs: readonly Pick<WorkflowJobInput, '
       dependents.set(dep, [...(dependents.get(dep) ?? []), job.key]);
     }
     waiting.set(job.key, deps.size);
+    const own = job.onParentFailure;
+    if (own === undefined) return;
+    const field = `jobs[${index}].on_parent_failure`;
+    if (typeof own === 'string') {
+      if (!ON_PARENT_FAILURE.includes(own)) throw new ValidationError(`${field} must be one of ${ON_PARENT_FAILURE.join(', ')}`, { field });
+      return;
+    }
+    for (const [dep, policy] of Object.entries(own)) {
+      if (!deps.has(dep)) throw new ValidationError(`${field} names "${dep}", which is not in its depends_on`, { field });
+      if (!ON_PARENT_FAILURE.includes(policy)) throw new ValidationError(`${field}.${dep} must be one of ${ON_PARENT_FAILURE.join(', ')}`, { field });
+    }
   });
   const ready = [...waiting].filter(([, n]) => n === 0).map(([key]) => key);
   const order: string[] = [];
@@ -77,6 +105,9 @@ export function workflowTopologicalOrder(jobs: readonly Pick<WorkflowJobInput, '
  * workflowTopologicalOrder). Jobs without dependencies are claimable at once.
  */
 export async function workflowCreate(db: Queryable, input: WorkflowInput): Promise<CreatedWorkflow> {
+  if (input.onParentFailure !== undefined && !ON_PARENT_FAILURE.includes(input.onParentFailure)) {
+    throw new ValidationError(`on_parent_failure must be one of ${ON_PARENT_FAILURE.join(', ')}`, { field: 'on_parent_failure' });
+  }
   workflowTopologicalOrder(input.jobs);
   const workflowId = uuidv7();
   // Sorted so that ids (and so listings ordered by id) follow the request order.
@@ -84,11 +115,15 @@ export async function workflowCreate(db: Queryable, input: WorkflowInput): Promi
   const idByKey = new Map(input.jobs.map((job, index) => [job.key, ids[index]!]));
   const edgeJob: string[] = [];
   const edgeDep: string[] = [];
+  const edgePolicy: OnParentFailure[] = [];
+  const byDefault = input.onParentFailure ?? 'block';
   const depCounts = input.jobs.map((job) => {
     const deps = [...new Set(job.dependsOn ?? [])];
+    const own = job.onParentFailure;
     for (const dep of deps) {
       edgeJob.push(idByKey.get(job.key)!);
       edgeDep.push(idByKey.get(dep)!);
+      edgePolicy.push(typeof own === 'string' ? own : (own !== undefined && Object.hasOwn(own, dep) ? own[dep]! : byDefault));
     }
     return deps.length;
   });
@@ -111,6 +146,7 @@ export async function workflowCreate(db: Queryable, input: WorkflowInput): Promi
     edgeDep,
     LIMITS.maxRetriesDefault,
     LIMITS.timeoutSecondsDefault,
+    edgePolicy,
   ]);
   return { workflowId, jobIds: input.jobs.map((job) => ({ key: job.key, jobId: idByKey.get(job.key)! })) };
 }

@@ -4,6 +4,7 @@ import { run, sqlFile, transaction } from '../db.js';
 import { isUuid } from '../ids.js';
 import { jobCancelMany } from './job-cancel-many.js';
 import { jobRetryMany } from './job-retry-many.js';
+import type { OnParentFailure } from './workflow-create.js';
 
 const list = sqlFile(import.meta.url, './workflow-list.sql');
 const jobs = sqlFile(import.meta.url, './workflow-jobs.sql');
@@ -42,6 +43,8 @@ export interface WorkflowJobRow {
   result: unknown;
   error: string | null;
   depends_on: string[];
+  /** Each edge's policy, in the order of depends_on. */
+  on_parent_failure: OnParentFailure[];
   priority: number;
   max_retries: number;
   attempt: number;

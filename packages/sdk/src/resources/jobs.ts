@@ -204,11 +204,41 @@ export interface SetPriorityResult {
   newPriority: number;
 }
 
+/**
+ * Spool extension: what a dependency's final failure (dead-lettered, failed,
+ * cancelled, expired) does to the job depending on it. `block` (default):
+ * it waits, and runs if the dependency is retried and completes; `cancel`:
+ * it is cancelled, and its own dependents follow their edges; `continue`:
+ * the edge counts as satisfied (see `jobs.dependencyResults`).
+ */
+export type OnParentFailure = 'block' | 'cancel' | 'continue';
+
 export interface DependencyInfo {
   jobId: string;
   queueName: string;
   status: JobStatus;
   dependencyType: string;
+  /** Spool extension. */
+  onParentFailure?: OnParentFailure;
+}
+
+/** Spool extension: how one dependency of a job ended (GET /jobs/{id}/dependencies/results). */
+export interface DependencyResult<R = Json> {
+  jobId: string;
+  /** Its key in its workflow (null outside one). */
+  key: string | null;
+  /** null with `status`: the job no longer exists. */
+  queueName: string | null;
+  /** null: the job no longer exists (retention, DLQ purge). */
+  status: JobStatus | null;
+  /** What it completed with; null until it has. */
+  result: R | null;
+  /** Its last error when it has not completed: why it failed, was cancelled or expired. */
+  error: string | null;
+  /** When it ended, whichever way. */
+  completedAt: string | null;
+  dependencyType: string;
+  onParentFailure: OnParentFailure;
 }
 
 export interface JobDependencies {
@@ -222,13 +252,19 @@ export interface JobDependencies {
 export interface AddDependenciesParams {
   dependsOnJobIds: string[];
   dependencyType?: string;
+  /** Spool extension: changes the job's dependency mode. */
+  dependencyMode?: 'all' | 'any';
+  /** Spool extension: stored on each new edge (default `block`). */
+  onParentFailure?: OnParentFailure;
 }
 
 export interface AddDependenciesResult {
   added: number;
-  dependencies: { jobId: string; dependsOnJobId: string; dependencyType: string }[];
+  dependencies: { jobId: string; dependsOnJobId: string; dependencyType: string; onParentFailure?: OnParentFailure }[];
   dependenciesAdded: number;
   dependenciesMet: boolean;
+  /** Spool extension: the job's status afterwards (`cancelled` when a `cancel` edge points to a job that has already failed). */
+  status?: JobStatus;
 }
 
 /** Spool extension: a reason code of `jobs.explain` (docs/jobs-api.md, "Explain"). */
@@ -530,6 +566,17 @@ export class JobsResource extends Resource {
 
   addDependencies(id: string, params: AddDependenciesParams, options?: CallOptions): Promise<AddDependenciesResult> {
     return this.call({ method: 'POST', path: `/api/v1/jobs/${seg(id)}/dependencies`, body: params }, options);
+  }
+
+  /**
+   * Spool extension: how each of the job's dependencies ended (status,
+   * result, error), in the order they were added; dependencies of queues the
+   * key may not use are left out. Worker keys may read it (a handler's
+   * `ctx.dependencyResults()`). At most 100 per call (`offset` for more).
+   */
+  async dependencyResults<R = Json>(id: string, params: { limit?: number; offset?: number } = {}, options?: CallOptions): Promise<DependencyResult<R>[]> {
+    const answer = await this.call<{ results: DependencyResult<R>[] }>({ method: 'GET', path: `/api/v1/jobs/${seg(id)}/dependencies/results`, query: { ...params } }, options);
+    return answer.results;
   }
 
   /**

@@ -1,6 +1,6 @@
 /** Cron schedules and workflows (docs/compatibility.md §3.9, §3.10). */
 import type { CallOptions } from '../http.js';
-import type { Json, JobStatus } from './jobs.js';
+import type { Json, JobStatus, OnParentFailure } from './jobs.js';
 import { Resource, seg } from './resource.js';
 
 export interface Schedule {
@@ -127,6 +127,12 @@ export interface WorkflowJobDefinition {
   payload: Json;
   dependsOn?: string[];
   dependencyMode?: 'all' | 'any';
+  /**
+   * Spool extension: what a dependency's final failure does to this job, for
+   * all its edges or per dependency key (`{ extract: 'continue' }`); edges
+   * not named take the workflow's `onParentFailure`.
+   */
+  onParentFailure?: OnParentFailure | Record<string, OnParentFailure>;
   priority?: number;
   maxRetries?: number;
   timeoutSeconds?: number;
@@ -137,6 +143,8 @@ export interface CreateWorkflowParams {
   description?: string;
   jobs: WorkflowJobDefinition[];
   metadata?: Record<string, unknown>;
+  /** Spool extension: the default of the workflow's edges (`block` when absent). */
+  onParentFailure?: OnParentFailure;
 }
 
 export interface CreateWorkflowResult {
@@ -162,6 +170,8 @@ export interface WorkflowJob {
   createdAt: string;
   startedAt: string | null;
   completedAt: string | null;
+  /** Spool extension: per depends_on entry (by job id), that edge's policy. */
+  onParentFailure?: Record<string, OnParentFailure>;
 }
 
 export interface WorkflowJobStatus {

@@ -225,6 +225,7 @@ export class FakeSpoolClient implements WorkerClient {
           if (!controller.signal.aborted) controller.abort(reason);
           throw reason;
         },
+        dependencyResults: <R>() => this.jobs.dependencyResults<R>(claimed.id),
       };
       // A snoozed job waits for the client's clock (the `now` option) like any scheduled one.
       const snoozed = () => (snoozeSecs !== null ? this.jobs.snooze(claimed.id, { workerId, leaseId: claimed.leaseId, delaySecs: snoozeSecs }) : null);

@@ -18,6 +18,7 @@ import type {
   CompleteParams,
   CreateJobParams,
   CreateJobResult,
+  DependencyResult,
   FailManyParams,
   FailParams,
   FailResult,
@@ -301,6 +302,12 @@ export class FakeJobs implements JobsApi {
       add('queued_behind', false, ahead === 0 ? 'It can be claimed now and is next in line.' : `It can be claimed now; ${ahead} jobs are ahead of it.`, { queueName: job.queueName, ahead, aheadCapped: false });
     }
     return { jobId: id, queueName: job.queueName, status: job.status, runnable, reasons, checkedAt: now };
+  }
+
+  /** The fake has no dependencies: an existing job's list is empty. */
+  async dependencyResults<R = Json>(id: string): Promise<DependencyResult<R>[]> {
+    this.find(id);
+    return [];
   }
 
   async addDependencies(): Promise<AddDependenciesResult> {

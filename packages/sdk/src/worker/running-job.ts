@@ -5,7 +5,7 @@
  * shutdown) decides; everything after is ignored.
  */
 import { ConflictError, NotFoundError, PayloadTooLargeError, ValidationError } from '../errors.js';
-import type { ClaimedJob, Json, JobsResource, ProgressParams } from '../resources/jobs.js';
+import type { ClaimedJob, DependencyResult, Json, JobsResource, ProgressParams } from '../resources/jobs.js';
 import { LIMITS } from '@spool/protocol';
 import { JobCancelledError, JobSnoozedError, JobTimeoutError, LeaseLostError, WorkerShutdownError, isRetryable } from './errors.js';
 import { startJobSpan, type JobSpan } from '../tracing.js';
@@ -50,6 +50,16 @@ export interface JobContext {
    * `seconds` throws a RangeError (and decides nothing).
    */
   snooze(seconds: number): never;
+  /**
+   * Spool extension: how this job's dependencies ended, each with its
+   * `status`, `result`, `error` (when it did not complete) and workflow
+   * `key`, in the order they were added; one request per call. A job that
+   * runs after a failed dependency (its edge says `on_parent_failure:
+   * "continue"`) learns here how it failed. Dependencies of queues the
+   * worker's key may not use are left out; at most 100 (see
+   * `client.jobs.dependencyResults` for more).
+   */
+  dependencyResults<R = Json>(): Promise<DependencyResult<R>[]>;
 }
 
 export type Handler<P = unknown, R = unknown> = (job: ClaimedJob<P>, ctx: JobContext) => Promise<R> | R;
@@ -68,7 +78,7 @@ export interface RunningJobOptions {
   workerId: string;
   leaseSeconds: number;
   heartbeatEveryMs: number;
-  jobs: Pick<JobsResource, 'heartbeat'> & Partial<Pick<JobsResource, 'progress' | 'appendLogs' | 'snooze'>>;
+  jobs: Pick<JobsResource, 'heartbeat'> & Partial<Pick<JobsResource, 'progress' | 'appendLogs' | 'snooze' | 'dependencyResults'>>;
   /** Shared by a worker's jobs: false once the server answered that it has no progress/log endpoints. */
   reports?: { supported: boolean };
   onEnd(job: RunningJob, ending: Ending): void;
@@ -181,6 +191,11 @@ export class RunningJob {
       progress: (percent, message, metadata) => this.#progress(percent, message, metadata),
       log: (...lines) => this.#log(lines),
       snooze: (seconds) => this.#snooze(seconds),
+      dependencyResults: <R = Json>() => {
+        const read = this.#options.jobs.dependencyResults;
+        if (!read) return Promise.reject(new Error('ctx.dependencyResults(): this client has no jobs.dependencyResults'));
+        return read.call(this.#options.jobs, this.job.id) as Promise<DependencyResult<R>[]>;
+      },
     };
     // The handler runs in its own span (tracing.ts), whatever ends it.
     const span = (this.#span = startJobSpan(this.job, this.#options.workerId));

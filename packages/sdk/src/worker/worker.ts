@@ -21,8 +21,8 @@ import { RunningJob, type Ending, type Handler } from './running-job.js';
 /** What the worker needs from a client; `SpoolClient` and the test kit's fake both fit. */
 export interface WorkerClient {
   jobs: Pick<JobsResource, 'claim' | 'complete' | 'fail' | 'heartbeat' | 'completeMany' | 'failMany'>
-    /** Optional (Spool extensions): without them `ctx.progress()` and `ctx.log()` do nothing, and `ctx.snooze()` throws. */
-    & Partial<Pick<JobsResource, 'progress' | 'appendLogs' | 'snooze'>>;
+    /** Optional (Spool extensions): without them `ctx.progress()` and `ctx.log()` do nothing, and `ctx.snooze()` throws (`ctx.dependencyResults()` rejects). */
+    & Partial<Pick<JobsResource, 'progress' | 'appendLogs' | 'snooze' | 'dependencyResults'>>;
   workers: Pick<WorkersResource, 'register' | 'heartbeat' | 'deregister'>;
   /** Optional: without it, cancellation of running jobs is learned from heartbeats only. */
   events?: Pick<EventsResource, 'stream'>;

@@ -25,7 +25,12 @@ const HistoryEntrySchema = Type.Object({
     fields: Type.Array(Type.String(), { description: 'the fields the edit (or debounce, replace) changed' }),
     from: Type.Record(Type.String(), Type.Unknown(), { description: 'old values of the changed status, priority, queue_name, max_retries and scheduled_at (payload and tags are only named in fields)' }),
     to: Type.Record(Type.String(), Type.Unknown(), { description: 'their new values' }),
-  }), Type.Null()], { description: 'extension: what an `edit`, `debounce` or `replace` (job_key policies) changed; null for other events' }),
+  }), Type.Object({
+    reason: Type.Literal('parent_failed'),
+    parent_id: Type.String({ description: 'the dependency whose final failure cancelled this job' }),
+    parent_status: Type.String({ description: 'how it ended: deadletter, failed or cancelled' }),
+    on_parent_failure: Type.Literal('cancel', { description: 'the edge\'s policy that made the cancel' }),
+  }), Type.Null()], { description: 'extension: what an `edit`, `debounce` or `replace` (job_key policies) changed, or why the server cancelled a job for a dependency (a `cancel` with reason parent_failed, docs/workflows.md "When a parent fails"); null for other events' }),
 });
 
 const HISTORY_DEFAULT = 500;

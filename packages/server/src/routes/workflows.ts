@@ -13,12 +13,38 @@ import { checkJobLimits } from './jobs.js';
 
 const DependencyMode = Type.Unsafe<'all' | 'any'>({ type: 'string', enum: ['all', 'any'] });
 
+type Policy = 'block' | 'cancel' | 'continue';
+
+/** The workflow's default for its edges (docs/workflows.md, "When a parent fails"). */
+export const OnParentFailure = Type.Unsafe<Policy>({
+  type: 'string',
+  enum: ['block', 'cancel', 'continue'],
+  description: "extension: what a dependency's final failure (dead-lettered, failed, cancelled or expired) does to the job that depends on it. "
+    + '`block` (default): it waits, and runs if the dependency is retried and completes; `cancel`: it is cancelled at once, and its own '
+    + 'dependents follow their edges; `continue`: the edge counts as satisfied, the job runs once all its edges are, and reads how the '
+    + 'dependency ended from GET /jobs/{id}/dependencies/results.',
+});
+
+/**
+ * A job's own choice: one policy for all its edges, or one per dependency
+ * key. The values are checked with the graph (workflowTopologicalOrder),
+ * which names the field and the key.
+ */
+const JobOnParentFailure = Type.Union([
+  Type.String({ maxLength: 20 }),
+  Type.Record(Type.String({ maxLength: 100 }), Type.String({ maxLength: 20 }), { maxProperties: 100 }),
+], {
+  description: 'extension: on_parent_failure for this job\'s edges (block, cancel or continue), either one for all of them or an object '
+    + 'naming some of its depends_on keys, e.g. {"extract": "continue"}; edges it does not name take the workflow\'s on_parent_failure.',
+});
+
 const WorkflowJobBody = Type.Object({
   key: Type.String({ minLength: 1, maxLength: 100, pattern: '^[A-Za-z0-9_-]+$' }),
   queue_name: QueueName,
   payload: Type.Unknown(),
   depends_on: Type.Optional(Type.Array(Type.String({ minLength: 1, maxLength: 100 }), { maxItems: 100 })),
   dependency_mode: Type.Optional(DependencyMode),
+  on_parent_failure: Type.Optional(JobOnParentFailure),
   priority: Type.Optional(Priority),
   max_retries: Type.Optional(MaxRetries),
   timeout_seconds: Type.Optional(TimeoutSeconds),
@@ -29,18 +55,21 @@ const CreateWorkflowBody = Type.Object({
   description: Type.Optional(nullable(Type.String({ maxLength: 1000 }))),
   jobs: Type.Array(WorkflowJobBody, { minItems: 1, maxItems: 100 }),
   metadata: Type.Optional(Type.Unknown()),
+  on_parent_failure: Type.Optional(OnParentFailure),
 });
 
 interface CreateWorkflowBody {
   name: string;
   description?: string | null;
   metadata?: unknown;
+  on_parent_failure?: Policy;
   jobs: {
     key: string;
     queue_name: string;
     payload: unknown;
     depends_on?: string[];
     dependency_mode?: 'all' | 'any';
+    on_parent_failure?: Policy | Record<string, Policy>;
     priority?: number;
     max_retries?: number;
     timeout_seconds?: number;
@@ -62,6 +91,8 @@ export function workflowRoutes(app: FastifyInstance, ctx: AppContext): void {
     schema: {
       tags: ['workflows'],
       summary: 'Create a workflow: jobs with keys and depends_on (cycles and unknown keys are 400)',
+      description: 'Each depends_on entry is an edge. What a dependency\'s final failure does to its dependents is on_parent_failure '
+        + '(extension): the workflow\'s default for its edges, overridden per job or per dependency key (docs/workflows.md, "When a parent fails").',
       body: CreateWorkflowBody,
     },
   }, async (request, reply) => {
@@ -74,7 +105,7 @@ export function workflowRoutes(app: FastifyInstance, ctx: AppContext): void {
       return { queueName: job.queue_name, payloadBytes };
     });
     // The graph is part of validation, which comes before plan limits (docs/compatibility.md §1.4).
-    workflowTopologicalOrder(body.jobs.map((job) => ({ key: job.key, dependsOn: job.depends_on ?? [] })));
+    workflowTopologicalOrder(body.jobs.map((job) => ({ key: job.key, dependsOn: job.depends_on ?? [], onParentFailure: job.on_parent_failure })));
     // The workflow counts against max_workflows and its jobs against the job
     // limits, checked together in the transaction that creates them.
     const payloadBytes = admissions.reduce((max, job) => Math.max(max, job.payloadBytes), 0);
@@ -83,12 +114,14 @@ export function workflowRoutes(app: FastifyInstance, ctx: AppContext): void {
       name: body.name,
       description: body.description ?? null,
       metadata: body.metadata,
+      onParentFailure: body.on_parent_failure,
       jobs: body.jobs.map((job) => ({
         key: job.key,
         queueName: job.queue_name,
         payload: job.payload,
         dependsOn: job.depends_on ?? [],
         dependencyMode: job.dependency_mode ?? 'all',
+        onParentFailure: job.on_parent_failure,
         priority: job.priority,
         maxRetries: job.max_retries,
         timeoutSeconds: job.timeout_seconds,

@@ -44,7 +44,9 @@ export function workflowToWire(row: WorkflowRow): Record<string, unknown> {
   };
 }
 
-/** docs/compatibility.md §3.10 WorkflowJob (+ `dependency_mode`, `dependencies_met`). */
+const Policy = Type.String({ description: 'block, cancel or continue (docs/workflows.md, "When a parent fails")' });
+
+/** docs/compatibility.md §3.10 WorkflowJob (+ `dependency_mode`, `dependencies_met`, `on_parent_failure`). */
 export const WorkflowJobSchema = Type.Object({
   id: Type.String(),
   workflow_id: Type.String(),
@@ -64,6 +66,9 @@ export const WorkflowJobSchema = Type.Object({
   completed_at: Timestamp,
   dependency_mode: Type.Union([Type.String(), Type.Null()]),
   dependencies_met: Type.Boolean(),
+  on_parent_failure: Type.Record(Type.String(), Policy, {
+    description: 'extension: per depends_on entry (by job id), what that dependency\'s final failure does to this job',
+  }),
 });
 
 export function workflowJobToWire(row: WorkflowJobRow): Record<string, unknown> {
@@ -86,6 +91,7 @@ export function workflowJobToWire(row: WorkflowJobRow): Record<string, unknown> 
     completed_at: iso(row.completed_at),
     dependency_mode: row.dependency_mode,
     dependencies_met: row.dependencies_met !== false,
+    on_parent_failure: Object.fromEntries(row.depends_on.map((parent, i) => [parent, row.on_parent_failure[i] ?? 'block'])),
   };
 }
 
@@ -97,8 +103,8 @@ export function workflowJobToWire(row: WorkflowJobRow): Record<string, unknown> 
 export const WorkflowDetailSchema = Type.Object({
   ...WorkflowSchema.properties,
   jobs: Type.Array(WorkflowJobSchema, { description: 'extension: the jobs of the key\'s queues, as GET /workflows/{id}/jobs' }),
-  dependencies: Type.Array(Type.Object({ parent_job_id: Type.String(), child_job_id: Type.String(), dependency_type: Type.String() }), {
-    description: 'extension: one edge per depends_on entry of those jobs (the child runs once its parents completed)',
+  dependencies: Type.Array(Type.Object({ parent_job_id: Type.String(), child_job_id: Type.String(), dependency_type: Type.String(), on_parent_failure: Policy }), {
+    description: 'extension: one edge per depends_on entry of those jobs (the child runs once its parents completed; on_parent_failure says what a parent\'s final failure does to it)',
   }),
   progress: Type.Object({
     total: Type.Integer(),
@@ -116,7 +122,9 @@ export function workflowDetailToWire(row: WorkflowRow, jobs: WorkflowJobRow[], v
     ...workflowToWire(row),
     jobs: shown.map(workflowJobToWire),
     // Workflow edges are stored with the column default, 'completion'.
-    dependencies: shown.flatMap((job) => job.depends_on.map((parent) => ({ parent_job_id: parent, child_job_id: job.id, dependency_type: 'completion' }))),
+    dependencies: shown.flatMap((job) => job.depends_on.map((parent, i) => ({
+      parent_job_id: parent, child_job_id: job.id, dependency_type: 'completion', on_parent_failure: job.on_parent_failure[i] ?? 'block',
+    }))),
     progress: {
       total: jobs.length,
       completed: count('completed'),

@@ -11,7 +11,7 @@ import {
   jobRetryMany, type Db, type DlqReplayRow,
 } from '@spool/engine';
 import { createOrganization, createTestDatabase, type TestDatabase } from '../../../test-support/db.js';
-import { loadJobsAsIs } from '../../../test-support/job-fixtures.js';
+import { loadDeadLetters, loadJobsAsIs } from '../../../test-support/job-fixtures.js';
 import { jobRow } from './helpers.js';
 
 let t: TestDatabase;
@@ -26,27 +26,9 @@ after(async () => t.drop());
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
-/** `count` dead-lettered jobs of `queue` (created a millisecond apart, oldest first), with their DLQ rows; returns their ids in that order. */
-async function deadLetters(queue: string, count: number, extra: { error?: (i: number) => string; organizationId?: string } = {}): Promise<string[]> {
-  const organizationId = extra.organizationId ?? org;
-  const errors = Array.from({ length: count }, (_, i) => extra.error?.(i) ?? `boom ${i}`);
-  return loadJobsAsIs(t.pool, async (c) => {
-    const result = await c.query<{ id: string }>(
-      `WITH made AS (
-         INSERT INTO spool.jobs (organization_id, queue_name, status, payload, retry_count, max_retries, last_error, created_at, completed_at)
-         SELECT $1, $2, 'deadletter', jsonb_build_object('n', n), 3, 3, ($3::text[])[n], now() - interval '1 hour' + n * interval '1 millisecond', now()
-         FROM generate_series(1, $4::int) AS n
-         RETURNING id, organization_id, queue_name, payload, last_error, created_at
-       ),
-       listed AS (
-         INSERT INTO spool.dead_letter_queue (organization_id, job_id, queue_name, payload, error, retry_count)
-         SELECT organization_id, id, queue_name, payload, last_error, 3 FROM made
-       )
-       SELECT id::text FROM made ORDER BY created_at`,
-      [organizationId, queue, errors, count],
-    );
-    return result.rows.map((r) => r.id);
-  });
+/** `count` dead-lettered jobs of `queue` (oldest first). */
+function deadLetters(queue: string, count: number, extra: { error?: (i: number) => string; organizationId?: string } = {}): Promise<string[]> {
+  return loadDeadLetters(t.pool, extra.organizationId ?? org, queue, count, extra);
 }
 
 /** Each job's replay history rows (event retry with details.replay_id = replay). */

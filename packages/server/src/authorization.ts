@@ -73,6 +73,8 @@ export const OPERATIONS = {
   'job.list': 'read_jobs',
   'job.stats': 'read_jobs',
   'dlq.list': 'read_jobs',
+  // Paced DLQ replays: read like the DLQ, made and cancelled like a DLQ retry.
+  'dlq.replay_read': 'read_jobs',
   'workflow.read': 'read_jobs',
 
   'queue.read': 'read',
@@ -89,6 +91,8 @@ export const OPERATIONS = {
   'job.add_dependencies': 'manage',
   'dlq.retry': 'manage',
   'dlq.purge': 'manage',
+  'dlq.replay': 'manage',
+  'dlq.replay_cancel': 'manage',
   'queue.manage': 'manage',
   'schedule.manage': 'manage',
   'workflow.manage': 'manage',

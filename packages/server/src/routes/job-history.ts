@@ -22,10 +22,11 @@ const HistoryEntrySchema = Type.Object({
     description: 'extension: the credential that asked for the change (an edit, or a retry, DLQ replay or cancel through the API): api_key:<key id>, or api_key:<key id>/session:<session id> for an access token; null for the server\'s own transitions and for rows written before Spool recorded it',
   }),
   details: Type.Union([Type.Object({
-    fields: Type.Array(Type.String(), { description: 'the fields the edit changed' }),
-    from: Type.Record(Type.String(), Type.Unknown(), { description: 'old values of the changed status, priority, queue_name, max_retries and scheduled_at (payload and tags are only named in fields)' }),
-    to: Type.Record(Type.String(), Type.Unknown(), { description: 'their new values' }),
-  }), Type.Null()], { description: 'extension: what an `edit` changed; null for other events' }),
+    replay_id: Type.Optional(Type.String({ description: 'a `retry` of a paced DLQ replay: the replay (GET /jobs/dlq/replays/{id})' })),
+    fields: Type.Optional(Type.Array(Type.String(), { description: 'the fields the edit (or the replay\'s edits) changed' })),
+    from: Type.Optional(Type.Record(Type.String(), Type.Unknown(), { description: 'old values of the changed status, priority, queue_name, max_retries and scheduled_at (payload and tags are only named in fields)' })),
+    to: Type.Optional(Type.Record(Type.String(), Type.Unknown(), { description: 'their new values' })),
+  }), Type.Null()], { description: 'extension: what an `edit` changed (fields, from, to); of a `retry` by a paced DLQ replay, the replay_id and what its edits changed; null for other events' }),
 });
 
 const HISTORY_DEFAULT = 500;

@@ -139,7 +139,7 @@ describe('paced DLQ replays', () => {
       // The pace: 20 batches of 50, 100 ms apart, so the first and last start ~1.9 s apart.
       const times = [...events.values()].map((e) => e[0]!.created_at.getTime()).sort((a, b) => a - b);
       const spread = times.at(-1)! - times[0]!;
-      assert.ok(spread >= 1500 && spread <= 4000, `first to last replay ${spread} ms (expected about 1900)`);
+      assert.ok(spread >= 1500 && spread <= 8000, `first to last replay ${spread} ms (expected about 1900; more on a busy machine)`);
       // No second of it went much faster than 500 (one batch of slack).
       for (let i = 0; i < times.length; i++) {
         let j = i;

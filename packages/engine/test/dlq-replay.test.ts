@@ -334,6 +334,34 @@ describe('paced DLQ replays', () => {
     assert.equal(after?.status, 'completed');
   });
 
+  it('batches racing from four connections share an unpaced replay: every job once, completed when the list is empty', async () => {
+    const ids = await deadLetters('replay-race', 400);
+    const replay = (await dlqReplayCreate(t.pool, { organizationId: org, queueName: 'replay-race', actor: ACTOR }))!;
+    const pools = Array.from({ length: 4 }, () => createPool({ connectionString: t.url, max: 1 }));
+    try {
+      let moved = 0;
+      let finished = 0;
+      await Promise.all(pools.map(async (pool) => {
+        for (let i = 0; i < 500; i++) {
+          const after = await dlqReplayBatch(pool, { organizationId: org, id: replay.id, batchSize: 7 });
+          if (after) {
+            moved += after.moved;
+            if (after.status === 'completed') finished += 1;
+          }
+          if ((await dlqReplayGet(pool, org, replay.id, null))!.status !== 'running') return;
+        }
+      }));
+      assert.equal(moved, 400);
+      assert.equal(finished, 1, 'one batch completed it');
+      const done = (await dlqReplayGet(t.pool, org, replay.id, null))!;
+      assert.deepEqual([done.status, done.done, done.skipped, done.taken_upto], ['completed', 400, 0, 400]);
+      const events = await replayEvents(replay.id);
+      for (const id of ids) assert.equal(events.get(id)?.length, 1, `job ${id} has one replay retry event`);
+    } finally {
+      await Promise.all(pools.map((pool) => pool.end()));
+    }
+  });
+
   it('a queue-scoped caller reaches only the replays within its queues', async () => {
     await deadLetters('scope-a', 1);
     await deadLetters('scope-b', 1);

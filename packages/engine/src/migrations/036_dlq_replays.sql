@@ -41,6 +41,9 @@ CREATE TABLE spool.dlq_replays (
   batch_size       integer NOT NULL CHECK (batch_size BETWEEN 1 AND 1000),
   next_batch_at    timestamptz NOT NULL DEFAULT now(),
   total            integer NOT NULL CHECK (total >= 0),
+  -- The list's positions up to here have been taken by batches: the next
+  -- batch starts after it (an index range, not a walk past deleted rows).
+  taken_upto       integer NOT NULL DEFAULT 0,
   done             integer NOT NULL DEFAULT 0 CHECK (done >= 0),
   -- Listed jobs that were no longer dead-lettered (retried, purged, moved
   -- out of the filter's queue) when their turn came.

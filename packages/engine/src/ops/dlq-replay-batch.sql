@@ -24,15 +24,21 @@ WITH replay AS (
   WHERE r.organization_id = $1 AND r.id = $2 AND r.status = 'running' AND r.next_batch_at <= now()
   FOR UPDATE SKIP LOCKED
 ),
+-- The next $3 positions of the list after those already taken (taken_upto,
+-- read from the locked row: current even when a neighbour's batch has just
+-- committed), walked in the primary key's order.
+batch AS (
+  SELECT l.position
+  FROM spool.dlq_replay_jobs l
+  WHERE l.organization_id = $1 AND l.replay_id = $2 AND l.position > (SELECT taken_upto FROM replay)
+  ORDER BY l.position
+  LIMIT $3
+),
 taken AS (
   DELETE FROM spool.dlq_replay_jobs i
-  WHERE i.organization_id = $1 AND i.replay_id = $2
-    AND i.position IN (
-      SELECT l.position FROM spool.dlq_replay_jobs l
-      WHERE l.organization_id = $1 AND l.replay_id = (SELECT id FROM replay)
-      ORDER BY l.position
-      LIMIT $3)
-  RETURNING i.job_id
+  USING batch b
+  WHERE i.organization_id = $1 AND i.replay_id = $2 AND i.position = b.position
+  RETURNING i.job_id, i.position
 ),
 target AS (
   SELECT j.id, j.priority, j.max_retries, j.queue_name
@@ -110,20 +116,20 @@ workflow AS (
   WHERE w.organization_id = $1 AND w.id = d.workflow_id
 ),
 counts AS (
-  SELECT (SELECT count(*) FROM taken)::integer AS taken, (SELECT count(*) FROM retried)::integer AS moved
+  SELECT (SELECT count(*) FROM taken)::integer AS taken, (SELECT max(position) FROM taken) AS upto,
+         (SELECT count(*) FROM retried)::integer AS moved
 ),
 progress AS (
   UPDATE spool.dlq_replays p
   SET done = p.done + c.moved,
+      taken_upto = coalesce(c.upto, p.taken_upto),
       skipped = p.skipped + c.taken - c.moved,
       started_at = coalesce(p.started_at, now()),
       next_batch_at = CASE WHEN p.per_second IS NULL THEN now()
                            ELSE greatest(p.next_batch_at, now() - make_interval(secs => p.batch_size::double precision / p.per_second))
                                 + make_interval(secs => c.moved::double precision / p.per_second) END,
       -- Every listed job is counted once, done or skipped: the list is empty
-      -- when they add up to total. (Not "fewer taken than asked": a batch
-      -- that read the list just before a neighbour's batch committed takes
-      -- only what that one left.)
+      -- when they add up to total.
       status = CASE WHEN p.done + p.skipped + c.taken >= p.total THEN 'completed' ELSE p.status END,
       finished_at = CASE WHEN p.done + p.skipped + c.taken >= p.total THEN now() END,
       error = NULL,

@@ -49,6 +49,7 @@ export interface DlqReplayRow {
   batch_size: number;
   next_batch_at: Date;
   total: number;
+  taken_upto: number;
   done: number;
   skipped: number;
   created_by: string;

@@ -15,17 +15,17 @@ before(async () => {
 after(() => server.close());
 
 test('creates a paced replay with edits, follows it to the end, lists and cancels', async () => {
-  const ids = await loadDeadLetters(server.spool.db, server.organizationId, 'sdk-replay', 60);
-  const replay = await client.dlq.replays.create({ queueName: 'sdk-replay', perSecond: 300, edits: { maxRetries: 1, queueName: 'sdk-replay-2' } });
+  const ids = await loadDeadLetters(server.spool.db, server.organizationId, 'sdk-replay', 100);
+  const replay = await client.dlq.replays.create({ queueName: 'sdk-replay', perSecond: 100, edits: { maxRetries: 1, queueName: 'sdk-replay-2' } });
   assert.equal(replay.status, 'running');
-  assert.equal(replay.total, 60);
-  assert.equal(replay.perSecond, 300);
+  assert.equal(replay.total, 100);
+  assert.equal(replay.perSecond, 100);
   assert.deepEqual(replay.edits, { priority: null, maxRetries: 1, queueName: 'sdk-replay-2' });
 
   const seen: DlqReplay[] = [];
   const finished = await client.dlq.replays.waitFor(replay.id, { intervalMs: 20, onProgress: (r) => seen.push(r) });
   assert.equal(finished.status, 'completed');
-  assert.equal(finished.done, 60);
+  assert.equal(finished.done, 100);
   assert.equal(finished.progress, 100);
   assert.ok(seen.length >= 2, `progress reported ${seen.length} times`);
   assert.ok(seen.every((r, i) => i === 0 || r.done >= seen[i - 1]!.done), 'progress only goes up');

@@ -26,3 +26,29 @@ export async function loadJobsAsIs<T>(db: pg.Pool, load: (client: pg.PoolClient)
     client.release();
   }
 }
+
+/**
+ * `count` dead-lettered jobs of `queue` with their dead_letter_queue rows,
+ * created a millisecond apart an hour ago (payload `{ n }`, last_error
+ * `error(i)` or `boom <i>`); returns their ids oldest first.
+ */
+export async function loadDeadLetters(db: pg.Pool, organizationId: string, queue: string, count: number, options: { error?: (i: number) => string } = {}): Promise<string[]> {
+  const errors = Array.from({ length: count }, (_, i) => options.error?.(i) ?? `boom ${i}`);
+  return loadJobsAsIs(db, async (c) => {
+    const result = await c.query<{ id: string }>(
+      `WITH made AS (
+         INSERT INTO spool.jobs (organization_id, queue_name, status, payload, retry_count, max_retries, last_error, created_at, completed_at)
+         SELECT $1, $2, 'deadletter', jsonb_build_object('n', n), 3, 3, ($3::text[])[n], now() - interval '1 hour' + n * interval '1 millisecond', now()
+         FROM generate_series(1, $4::int) AS n
+         RETURNING id, organization_id, queue_name, payload, last_error, created_at
+       ),
+       listed AS (
+         INSERT INTO spool.dead_letter_queue (organization_id, job_id, queue_name, payload, error, retry_count)
+         SELECT organization_id, id, queue_name, payload, last_error, 3 FROM made
+       )
+       SELECT id::text FROM made ORDER BY created_at`,
+      [organizationId, queue, errors, count],
+    );
+    return result.rows.map((r) => r.id);
+  });
+}

@@ -5,6 +5,7 @@ export { toCamelKey, toSnakeKey, toWire, fromWire, VERBATIM_WIRE_KEYS } from './
 export * from './errors.js';
 export * from './resources/events.js';
 export * from './resources/jobs.js';
+export * from './resources/dlq-replays.js';
 export * from './resources/queues.js';
 export * from './resources/schedules.js';
 export * from './resources/webhooks.js';

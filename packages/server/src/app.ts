@@ -39,6 +39,7 @@ import { jobProgressRoutes } from './routes/job-progress.js';
 import { jobRoutes } from './routes/jobs.js';
 import { jobBulkRoutes } from './routes/jobs-bulk.js';
 import { jobDlqRoutes } from './routes/jobs-dlq.js';
+import { dlqReplayRoutes } from './routes/dlq-replays.js';
 import { jobWorkerRoutes } from './routes/jobs-worker.js';
 import { outgoingWebhookRoutes } from './routes/outgoing-webhooks.js';
 import { queueRoutes } from './routes/queues.js';
@@ -94,6 +95,8 @@ export interface AppContext {
   metricsToken: MetricsOperatorToken;
   /** The server's own spans; null unless an OTLP endpoint is configured (then every call site skips tracing). */
   tracing: ServerTracing | null;
+  /** This process's runner of paced DLQ replays: woken when one is created here. */
+  dlqReplayer?: { wake(): void };
 }
 
 /** Route modules behind API-key/JWT authentication, mounted under /api/v1. */
@@ -104,6 +107,7 @@ const AUTHENTICATED_ROUTES: ((app: FastifyInstance, ctx: AppContext) => void)[] 
   jobBulkRoutes,
   jobWorkerRoutes,
   jobDlqRoutes,
+  dlqReplayRoutes,
   queueRoutes,
   statsRoutes,
   workerRoutes,

@@ -75,6 +75,8 @@ export const OPERATIONS = {
   'job.list': 'read_jobs',
   'job.stats': 'read_jobs',
   'dlq.list': 'read_jobs',
+  // Paced DLQ replays: read like the DLQ, made and cancelled like a DLQ retry.
+  'dlq.replay_read': 'read_jobs',
   'workflow.read': 'read_jobs',
   // GET /jobs/{id}/dependencies/results: a dependent's handler reads it with a worker key.
   'job.dependency_results': 'job_inputs',
@@ -93,6 +95,8 @@ export const OPERATIONS = {
   'job.add_dependencies': 'manage',
   'dlq.retry': 'manage',
   'dlq.purge': 'manage',
+  'dlq.replay': 'manage',
+  'dlq.replay_cancel': 'manage',
   'queue.manage': 'manage',
   'schedule.manage': 'manage',
   'workflow.manage': 'manage',

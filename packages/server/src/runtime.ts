@@ -1,6 +1,7 @@
 import { pino, type Logger } from 'pino';
 import {
   createPool,
+  DlqReplayer,
   DlqRetention,
   JOBS_CHANNEL,
   JobExpirer,
@@ -202,8 +203,10 @@ export async function startSpool(config: Config, options: StartOptions = {}): Pr
     await checkNotifications(notifier, db, config);
     // WebhookDelivery is safe on every process (SKIP LOCKED claims, a locked dispatch cursor).
     const webhooks = new WebhookDelivery(db, { policy: webhookPolicy(config), log, tracing });
-    const maintenance: LoopService[] = [promoter, leader, ...leaderServices, webhooks];
-    services.push(promoter, leader, webhooks);
+    // Paced DLQ replays run on every replica too: a batch takes its replay's row with SKIP LOCKED.
+    const dlqReplayer = new DlqReplayer(db, { log });
+    const maintenance: LoopService[] = [promoter, leader, ...leaderServices, webhooks, dlqReplayer];
+    services.push(promoter, leader, webhooks, dlqReplayer);
     for (const service of services.slice(1)) await service.start();
     const metrics = new SpoolMetrics({ db, services: maintenance, refreshMs: config.metricsRefreshMs, maxQueues: config.metricsMaxQueues, log });
     services.push(metrics);
@@ -215,7 +218,7 @@ export async function startSpool(config: Config, options: StartOptions = {}): Pr
     const claimWaiters = new ClaimWaiters(notifier);
     const enqueueBatcher = new EnqueueBatcher(db);
     const completeBatcher = new CompleteBatcher(db);
-    const context: AppContext = { db, notifier, config, logger, tokens, startedAt: new Date(), version: VERSION, claimWaiters, enqueueBatcher, completeBatcher, metrics, apiKeys, metricsToken, tracing };
+    const context: AppContext = { db, notifier, config, logger, tokens, startedAt: new Date(), version: VERSION, claimWaiters, enqueueBatcher, completeBatcher, metrics, apiKeys, metricsToken, tracing, dlqReplayer };
     const grpc = new GrpcServer({
       context,
       host: config.host,

@@ -3,6 +3,7 @@ import { Command, Option } from 'commander';
 import { JOB_STATUSES, NotFoundError, type JobStatus, type JobSummary } from '@spool/sdk';
 import { CommandFailed, contextFor, intIn, UsageError, type Context } from '../context.js';
 import { details, shortTime, table, type Column } from '../output.js';
+import { replayCommand, replaysCommand } from './dlq-replays.js';
 
 const JOB_COLUMNS: Column<JobSummary>[] = [
   { header: 'ID', value: (job) => job.id },
@@ -193,5 +194,7 @@ export function dlqCommand(): Command {
       ctx.print({ purgedCount: purged }, () => `Purged ${purged} job(s).`);
     });
 
+  dlq.addCommand(replayCommand());
+  dlq.addCommand(replaysCommand());
   return dlq;
 }

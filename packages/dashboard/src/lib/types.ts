@@ -49,8 +49,29 @@ export interface HistoryEntry {
   created_at: string;
   /** Extension: the credential behind an edit, retry or cancel through the API (absent on older servers). */
   actor?: string | null;
-  /** Extension: what an edit changed. */
-  details?: { fields?: string[]; from?: Record<string, unknown>; to?: Record<string, unknown> } | null;
+  /** Extension: what an edit changed; of a paced DLQ replay's retry, the replay (and what its edits changed). */
+  details?: { replay_id?: string; fields?: string[]; from?: Record<string, unknown>; to?: Record<string, unknown> } | null;
+}
+
+/** Extension: a paced DLQ replay (GET /jobs/dlq/replays/{id}). */
+export interface DlqReplay {
+  id: string;
+  status: 'running' | 'completed' | 'cancelled' | 'failed';
+  queue_name: string | null;
+  job_ids_count: number | null;
+  per_second: number | null;
+  total: number;
+  done: number;
+  skipped: number;
+  remaining: number;
+  progress: number;
+  rate: number | null;
+  eta_seconds: number | null;
+  created_by: string;
+  cancelled_by: string | null;
+  error: string | null;
+  created_at: string;
+  finished_at: string | null;
 }
 
 /** Extension: one reason of GET /jobs/{id}/explain; details besides these vary by code. */

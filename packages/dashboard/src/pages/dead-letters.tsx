@@ -8,6 +8,7 @@ import { formatRelative, formatTime, shortId } from '../lib/format';
 import { useLiveRefresh, useNow, useResource } from '../lib/hooks';
 import { setQuery } from '../lib/router';
 import type { Job, JobStats, JobSummary } from '../lib/types';
+import { PacedReplayDialog, ReplayList } from './dlq-replays';
 
 const PAGE_SIZE = 50;
 /** The contract replays at most 100 jobs per call (docs/compatibility.md §3.6). */
@@ -89,6 +90,8 @@ export function DeadLetters({ query: q }: { query: URLSearchParams }): JSX.Eleme
   const [open, setOpen] = useState<string | null>(null);
   const [pending, setPending] = useState<Pending | null>(null);
   const [queueInput, setQueueInput] = useState(queue);
+  const [pacing, setPacing] = useState(false);
+  const [replays, setReplays] = useState(0);
   useEffect(() => setQueueInput(queue), [queue]);
   useEffect(() => setSelected(new Set()), [queue, page]);
 
@@ -115,6 +118,7 @@ export function DeadLetters({ query: q }: { query: URLSearchParams }): JSX.Eleme
       <PageHeader title="Dead letters">
         <button type="button" disabled={selected.size === 0} onClick={() => setPending({ kind: 'selected', ids: [...selected] })}>Replay selected ({selected.size})</button>
         <button type="button" disabled={rows.length === 0} onClick={() => setPending({ kind: 'all' })}>Replay all</button>
+        <button type="button" disabled={rows.length === 0} onClick={() => setPacing(true)}>Replay all (paced)</button>
         <button type="button" class="danger" disabled={rows.length === 0} onClick={() => setPending({ kind: 'purge' })}>Purge</button>
       </PageHeader>
       <form class="filter-row" onSubmit={(e) => { e.preventDefault(); setQuery({ queue: queueInput.trim(), page: null }); }}>
@@ -155,6 +159,8 @@ export function DeadLetters({ query: q }: { query: URLSearchParams }): JSX.Eleme
         </div>
       )}
       <Pager page={page} hasNext={rows.length === PAGE_SIZE} onPage={(p) => setQuery({ page: p === 1 ? null : p })} />
+      <ReplayList bump={replays} />
+      {pacing ? <PacedReplayDialog queue={queue} total={total} onClose={() => setPacing(false)} onStarted={() => { setReplays((n) => n + 1); reload(); }} /> : null}
       {pending ? <ConfirmAction pending={pending} queue={queue} total={total} onClose={() => setPending(null)} onDone={() => { setSelected(new Set()); reload(); }} /> : null}
     </div>
   );

@@ -68,6 +68,7 @@ function Timeline({ id, reloadKey }: { id: string; reloadKey: string }): JSX.Ele
             {h.worker_id ? <> · worker <WorkerName id={h.worker_id} /></> : null}
           </div>
           {h.message ? <pre class="timeline-message">{h.message}</pre> : null}
+          {h.details?.replay_id ? <div class="muted small" data-testid="timeline-replay">by DLQ replay <span class="mono" title={h.details.replay_id}>{shortId(h.details.replay_id)}</span></div> : null}
           {h.details?.fields?.length ? <div class="muted small" data-testid="timeline-changes">changed {h.details.fields.join(', ')}</div> : null}
           {h.actor ? <div class="muted small">by <span class="mono">{h.actor}</span></div> : null}
         </li>

@@ -1,8 +1,9 @@
 /** Jobs, the worker protocol and the dead-letter queue (docs/compatibility.md §3.3, §3.4, §3.6, §3.10). */
 import type { JobStatus } from '@spool/protocol';
 import { ConflictError } from '../errors.js';
-import type { CallOptions } from '../http.js';
-import { Resource, seg } from './resource.js';
+import type { CallOptions, Transport } from '../http.js';
+import { Resource, seg, type Api } from './resource.js';
+import { DlqReplaysResource } from './dlq-replays.js';
 import { activeTraceHeaders } from '../tracing.js';
 
 export type { JobStatus };
@@ -669,6 +670,14 @@ export interface PurgeDlqParams {
 }
 
 export class DlqResource extends Resource {
+  /** Spool extension: paced replays of any size, with progress and cancel (404 from servers without them). */
+  readonly replays: Api<DlqReplaysResource>;
+
+  constructor(transport: Transport) {
+    super(transport);
+    this.replays = new DlqReplaysResource(transport);
+  }
+
   list(params: ListDlqParams = {}, options?: CallOptions): Promise<JobSummary[]> {
     return this.call({ method: 'GET', path: '/api/v1/jobs/dlq', query: { ...params } }, options);
   }

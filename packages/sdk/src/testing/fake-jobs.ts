@@ -48,9 +48,11 @@ import type {
   SetPriorityResult,
   UpdateJobParams,
 } from '../resources/jobs.js';
+import type { CreateDlqReplayParams, DlqReplay, DlqReplaysResource, ListDlqReplaysParams, WaitForDlqReplayOptions } from '../resources/dlq-replays.js';
 
 export type JobsApi = Pick<JobsResource, keyof JobsResource>;
 export type DlqApi = Pick<DlqResource, keyof DlqResource>;
+export type DlqReplaysApi = Pick<DlqReplaysResource, keyof DlqReplaysResource>;
 
 function refuse(status: number, code: string, message: string): never {
   throw createApiError({ status, code, message });
@@ -463,9 +465,11 @@ export class FakeJobs implements JobsApi {
 
 export class FakeDlq implements DlqApi {
   readonly #jobs: FakeJobs;
+  readonly replays: FakeDlqReplays;
 
   constructor(jobs: FakeJobs) {
     this.#jobs = jobs;
+    this.replays = new FakeDlqReplays(jobs);
   }
 
   #select(queueName: string | undefined): Job[] {
@@ -491,5 +495,79 @@ export class FakeDlq implements DlqApi {
     const keep = this.#jobs.all.filter((job) => !doomed.has(job));
     this.#jobs.all.splice(0, this.#jobs.all.length, ...keep);
     return { purgedCount: doomed.size };
+  }
+}
+
+/**
+ * Paced DLQ replays without the pace: `create` replays every matching dead
+ * letter at once (edits applied) and answers the replay completed, so code
+ * that starts one and waits for it runs straight through.
+ */
+export class FakeDlqReplays implements DlqReplaysApi {
+  readonly #jobs: FakeJobs;
+  readonly #replays: DlqReplay[] = [];
+
+  constructor(jobs: FakeJobs) {
+    this.#jobs = jobs;
+  }
+
+  async create(params: CreateDlqReplayParams = {}): Promise<DlqReplay> {
+    if (params.perSecond !== undefined && !(Number.isInteger(params.perSecond) && params.perSecond >= 1 && params.perSecond <= 10_000)) {
+      refuse(400, 'VALIDATION_ERROR', 'per_second must be >= 1 and <= 10000');
+    }
+    if (params.jobIds !== undefined && params.jobIds.length === 0) refuse(400, 'VALIDATION_ERROR', 'job_ids must NOT have fewer than 1 items');
+    if ('payload' in (params.edits ?? {})) refuse(400, 'VALIDATION_ERROR', 'edits.payload is not allowed: change payloads with PATCH /jobs/{id}, then replay');
+    const after = params.createdAfter === undefined ? null : new Date(params.createdAfter).getTime();
+    const before = params.createdBefore === undefined ? null : new Date(params.createdBefore).getTime();
+    const needle = params.errorContains?.toLowerCase();
+    const ids = params.jobIds ? new Set(params.jobIds.map((id) => id.toLowerCase())) : null;
+    const chosen = this.#jobs.all
+      .filter((job) => job.status === 'deadletter'
+        && (params.queueName === undefined || job.queueName === params.queueName)
+        && (ids === null || ids.has(job.id))
+        && (after === null || new Date(job.createdAt).getTime() >= after)
+        && (before === null || new Date(job.createdAt).getTime() < before)
+        && (needle === undefined || (job.lastError ?? '').toLowerCase().includes(needle)))
+      .slice(0, params.limit ?? 100_000);
+    const edits = { priority: params.edits?.priority ?? null, maxRetries: params.edits?.maxRetries ?? null, queueName: params.edits?.queueName ?? null };
+    for (const job of chosen) {
+      Object.assign(job, { status: 'pending', retryCount: 0, lastError: null, scheduledAt: null, completedAt: null });
+      if (edits.priority !== null) job.priority = edits.priority;
+      if (edits.maxRetries !== null) job.maxRetries = edits.maxRetries;
+      if (edits.queueName !== null) job.queueName = edits.queueName;
+    }
+    const now = new Date().toISOString();
+    const replay: DlqReplay = {
+      id: randomUUID(), status: 'completed', queueName: params.queueName ?? null, jobIdsCount: params.jobIds?.length ?? null,
+      errorContains: params.errorContains ?? null, createdAfter: iso(params.createdAfter), createdBefore: iso(params.createdBefore),
+      limit: params.limit ?? 100_000, edits, perSecond: params.perSecond ?? null, batchSize: params.perSecond ? Math.min(1000, Math.ceil(params.perSecond / 10)) : 1000,
+      total: chosen.length, done: chosen.length, skipped: 0, remaining: 0, progress: 100, rate: null, etaSeconds: null,
+      createdBy: 'api_key:fake', cancelledBy: null, error: null, createdAt: now, startedAt: now, updatedAt: now, finishedAt: now,
+    };
+    this.#replays.unshift(replay);
+    return clone(replay);
+  }
+
+  async get(id: string): Promise<DlqReplay> {
+    const replay = this.#replays.find((r) => r.id === id.toLowerCase());
+    if (!replay) refuse(404, 'NOT_FOUND', 'DLQ replay not found');
+    return clone(replay);
+  }
+
+  async list(params: ListDlqReplaysParams = {}): Promise<DlqReplay[]> {
+    const offset = params.offset ?? 0;
+    return this.#replays.filter((r) => params.status === undefined || r.status === params.status).slice(offset, offset + (params.limit ?? 50)).map(clone);
+  }
+
+  async cancel(id: string): Promise<DlqReplay> {
+    const replay = await this.get(id);
+    if (replay.status !== 'cancelled') refuse(409, 'CONFLICT', `DLQ replay is ${replay.status}: only a running replay can be cancelled`);
+    return replay;
+  }
+
+  async waitFor(id: string, options: WaitForDlqReplayOptions = {}): Promise<DlqReplay> {
+    const replay = await this.get(id);
+    options.onProgress?.(replay);
+    return replay;
   }
 }

@@ -22,15 +22,16 @@ const HistoryEntrySchema = Type.Object({
     description: 'extension: the credential that asked for the change (an edit, or a retry, DLQ replay or cancel through the API): api_key:<key id>, or api_key:<key id>/session:<session id> for an access token; null for the server\'s own transitions and for rows written before Spool recorded it',
   }),
   details: Type.Union([Type.Object({
-    fields: Type.Array(Type.String(), { description: 'the fields the edit (or debounce, replace) changed' }),
-    from: Type.Record(Type.String(), Type.Unknown(), { description: 'old values of the changed status, priority, queue_name, max_retries and scheduled_at (payload and tags are only named in fields)' }),
-    to: Type.Record(Type.String(), Type.Unknown(), { description: 'their new values' }),
-  }), Type.Object({
     reason: Type.Literal('parent_failed'),
     parent_id: Type.String({ description: 'the dependency whose final failure cancelled this job' }),
     parent_status: Type.String({ description: 'how it ended: deadletter, failed or cancelled' }),
     on_parent_failure: Type.Literal('cancel', { description: 'the edge\'s policy that made the cancel' }),
-  }), Type.Null()], { description: 'extension: what an `edit`, `debounce` or `replace` (job_key policies) changed, or why the server cancelled a job for a dependency (a `cancel` with reason parent_failed, docs/workflows.md "When a parent fails"); null for other events' }),
+  }), Type.Object({
+    replay_id: Type.Optional(Type.String({ description: 'a `retry` of a paced DLQ replay: the replay (GET /jobs/dlq/replays/{id})' })),
+    fields: Type.Optional(Type.Array(Type.String(), { description: 'the fields the edit, a job key\'s debounce or replace, or the replay\'s edits changed' })),
+    from: Type.Optional(Type.Record(Type.String(), Type.Unknown(), { description: 'old values of the changed status, priority, queue_name, max_retries and scheduled_at (payload and tags are only named in fields)' })),
+    to: Type.Optional(Type.Record(Type.String(), Type.Unknown(), { description: 'their new values' })),
+  }), Type.Null()], { description: 'extension: why the server cancelled a job for a dependency (a `cancel` with reason parent_failed, docs/workflows.md "When a parent fails"); what an `edit`, `debounce` or `replace` (job_key policies) changed (fields, from, to); of a `retry` by a paced DLQ replay, the replay_id and what its edits changed; null for other events' }),
 });
 
 const HISTORY_DEFAULT = 500;

@@ -154,8 +154,9 @@ describe('paced DLQ replays', () => {
 
   it('a server stopping mid-way and another starting resumes the replay without replaying a job twice', async () => {
     const ids = await deadLetters('replay-resume', 300);
-    const replay = (await dlqReplayCreate(t.pool, { organizationId: org, queueName: 'replay-resume', perSecond: 1000, actor: ACTOR }))!;
-    assert.equal(replay.batch_size, 100);
+    // Slow enough (1.5 s in all) that a loaded machine still stops it mid-way.
+    const replay = (await dlqReplayCreate(t.pool, { organizationId: org, queueName: 'replay-resume', perSecond: 200, actor: ACTOR }))!;
+    assert.equal(replay.batch_size, 20);
     const first = new DlqReplayer(t.pool, { idleMs: 50 });
     first.start();
     await waitFor(replay.id, (r) => r.done > 0);
@@ -186,7 +187,9 @@ describe('paced DLQ replays', () => {
     // The 15th job cannot be updated: its batch (the second) breaks half-way through its statement.
     await t.pool.query(`CREATE OR REPLACE FUNCTION public.replay_test_refuse() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN RAISE EXCEPTION 'disk on fire'; END $$`);
     await t.pool.query(`CREATE TRIGGER replay_test_refuse BEFORE UPDATE ON spool.jobs FOR EACH ROW WHEN (OLD.id = '${ids[14]}') EXECUTE FUNCTION public.replay_test_refuse()`);
-    const replayer = new DlqReplayer(t.pool);
+    // One round per runOnce: a longer round would reach the second batch itself
+    // whenever the machine is slow enough for it to come due meanwhile.
+    const replayer = new DlqReplayer(t.pool, { roundMs: 0 });
     try {
       await replayer.runOnce();
       let now = (await dlqReplayGet(t.pool, org, replay.id, null))!;

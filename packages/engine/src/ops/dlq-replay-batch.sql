@@ -70,8 +70,26 @@ retried AS (
       updated_at = now()
   FROM target t CROSS JOIN replay r
   WHERE j.id = t.id
-  RETURNING j.id, j.organization_id, j.queue_name, j.priority, j.max_retries, j.workflow_id,
+  RETURNING j.id, j.organization_id, j.queue_name, j.priority, j.max_retries, j.workflow_id, j.dependents_xid,
             t.priority AS old_priority, t.max_retries AS old_max_retries, t.queue_name AS old_queue_name
+),
+-- As in job-retry-many.sql: a replayed job's continue edges (migration 035)
+-- counted as satisfied while it was dead-lettered; its still blocked
+-- dependents wait for it again (only for stamped jobs, migration 024).
+rewaiting AS (
+  SELECT d.job_id, count(*)::int AS n
+  FROM retried x
+  JOIN spool.job_dependencies d
+    ON d.organization_id = x.organization_id AND d.depends_on_job_id = x.id AND d.on_parent_failure <> 'block'
+  WHERE x.dependents_xid IS NOT NULL AND d.on_parent_failure = 'continue'
+  GROUP BY d.job_id
+),
+reblocked AS (
+  UPDATE spool.jobs j
+  SET dependencies_remaining = coalesce(j.dependencies_remaining, 0) + e.n, updated_at = now()
+  FROM rewaiting e
+  WHERE j.id = e.job_id AND j.organization_id = $1
+    AND j.status IN ('pending', 'scheduled') AND j.dependencies_met = false
 ),
 unlisted AS (
   DELETE FROM spool.dead_letter_queue d USING retried x WHERE d.job_id = x.id
@@ -140,6 +158,9 @@ progress AS (
   RETURNING p.*
 )
 SELECT p.*, now() AS read_at, (SELECT moved FROM counts) AS moved,
+       -- Replayed jobs that gained dependents in a transaction this snapshot cannot see: recounted after (dlq-replay.ts).
+       (SELECT array_agg(id) FROM retried
+         WHERE dependents_xid IS NOT NULL AND NOT pg_visible_in_snapshot(dependents_xid, pg_current_snapshot())) AS recount_ids,
        -- Claimers of the queues the jobs went to wake at once.
        (SELECT pg_notify('spool_jobs', json_build_object('q', array_agg(DISTINCT organization_id::text || ':' || queue_name))::text)
           FROM retried HAVING count(*) > 0) IS NOT NULL AS notified

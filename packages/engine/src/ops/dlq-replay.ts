@@ -1,6 +1,7 @@
 import type { Queryable } from '../db.js';
 import { run, sqlFile } from '../db.js';
 import { isUuid, uuidv7 } from '../ids.js';
+import { jobDependentsRecount } from './job-dependencies.js';
 
 const create = sqlFile(import.meta.url, './dlq-replay-create.sql');
 const get = sqlFile(import.meta.url, './dlq-replay-get.sql');
@@ -175,8 +176,13 @@ export async function dlqReplayDue(db: Queryable, limit: number): Promise<{ due:
  * a neighbour); else the replay after the batch and how many jobs it moved.
  */
 export async function dlqReplayBatch(db: Queryable, replay: DueReplay): Promise<(DlqReplayRow & { moved: number }) | null> {
-  const rows = await run<DlqReplayRow & { moved: number; notified: boolean }>(db, batch, [replay.organizationId, replay.id, replay.batchSize]);
-  return rows[0] ?? null;
+  const rows = await run<DlqReplayRow & { moved: number; notified: boolean; recount_ids: string[] | null }>(db, batch, [replay.organizationId, replay.id, replay.batchSize]);
+  const row = rows[0];
+  if (!row) return null;
+  const { recount_ids: recount, ...done } = row;
+  // As jobRetryMany does after its statement.
+  if (recount) await jobDependentsRecount(db, replay.organizationId, recount);
+  return done;
 }
 
 /** Records a failed batch; returns the replay's status afterwards (null: it was not running). */

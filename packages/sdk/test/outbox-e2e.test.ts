@@ -238,9 +238,10 @@ test('writers of one key take turns until commit, so a key\'s ids follow commit 
     assert.ok(BigInt(bId) > BigInt(a.id), `${bId} > ${a.id}`);
     assert.ok(BigInt(bId) > BigInt(early));
   } finally {
-    first.release();
-    second.release();
-    other.release();
+    // Closed, not pooled: after a failure they may still be in a transaction.
+    first.release(true);
+    second.release(true);
+    other.release(true);
   }
   const drained = await relay().drain();
   assert.equal(drained.forwarded, 4);

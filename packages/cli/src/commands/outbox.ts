@@ -38,6 +38,7 @@ function showDuration(ms: number): string {
 }
 
 const count = (n: number) => n.toLocaleString('en-US');
+const rows = (n: number) => `${count(n)} ${n === 1 ? 'row' : 'rows'}`;
 
 /** The URL with its password hidden, for messages and logs. */
 export function maskDatabaseUrl(url: string): string {
@@ -208,11 +209,11 @@ class RelayLog {
     const waiting = status
       ? `; ${count(status.waiting)} waiting${status.waiting > 0 ? `, the oldest written ${showDuration(status.lagMs)} ago` : ''}${status.failing > 0 ? `, ${count(status.failing)} of them failed last time` : ''}`
       : '';
-    const pruned = tally.pruned > 0 ? `; deleted ${count(tally.pruned)} forwarded rows` : '';
+    const pruned = tally.pruned > 0 ? `; old forwarded rows deleted: ${count(tally.pruned)}` : '';
     this.#emit(
       'progress',
       { intervalMs: Math.round(seconds * 1000), ...tally, waiting: status?.waiting ?? null, failing: status?.failing ?? null, lagMs: status?.lagMs ?? null },
-      `forwarded ${count(tally.forwarded)} rows in ${seconds.toFixed(1)} s (${count(tally.created)} new jobs, ${count(tally.existing)} already in Spool), ${count(tally.failed)} refused${waiting}${pruned}`,
+      `forwarded ${rows(tally.forwarded)} in ${seconds.toFixed(1)} s (${count(tally.created)} new jobs, ${count(tally.existing)} already in Spool), ${count(tally.failed)} refused${waiting}${pruned}`,
     );
   }
 
@@ -222,7 +223,7 @@ class RelayLog {
     this.#emit(
       event,
       { ...t, batches: drained?.batches ?? null, waiting: status?.waiting ?? null, failing: status?.failing ?? null, lagMs: status?.lagMs ?? null },
-      `${event === 'stopped' ? 'stopped' : 'done'}: forwarded ${count(t.forwarded)} rows (${count(t.created)} new jobs, ${count(t.existing)} already in Spool), ${count(t.failed)} refused, ${count(t.pruned)} old rows deleted${left}`,
+      `${event === 'stopped' ? 'stopped' : 'done'}: forwarded ${rows(t.forwarded)} (${count(t.created)} new jobs, ${count(t.existing)} already in Spool), ${count(t.failed)} refused, ${count(t.pruned)} old rows deleted${left}`,
     );
   }
 }
@@ -297,7 +298,7 @@ async function status(ctx: Context, databaseUrl: string | undefined, limit: numb
       const [now, failing] = await Promise.all([relay.status(), relay.failing(limit)]);
       const report = { outboxId, ...now, failingRows: failing };
       ctx.print(report, () => {
-        const head = `Outbox ${outboxId} in ${maskDatabaseUrl(url)}: ${count(now.waiting)} rows waiting${now.waiting > 0 ? `, the oldest written ${showDuration(now.lagMs)} ago` : ''}, ${count(now.failing)} failed last time.`;
+        const head = `Outbox ${outboxId} in ${maskDatabaseUrl(url)}: ${rows(now.waiting)} waiting${now.waiting > 0 ? `, the oldest written ${showDuration(now.lagMs)} ago` : ''}, ${count(now.failing)} failed last time.`;
         if (failing.length === 0) return head;
         return `${head}\n\n${table(failing, [
           { header: 'ROW', value: (r) => r.id, right: true },

@@ -5,6 +5,7 @@
  * kills real relay processes.
  */
 import assert from 'node:assert/strict';
+import { readFile } from 'node:fs/promises';
 import { after, before, beforeEach, test } from 'node:test';
 import type pg from 'pg';
 import { createTestDatabase, type TestDatabase } from '../../../test-support/db.js';
@@ -319,4 +320,10 @@ test('what Spool would refuse later is refused in the application\'s transaction
   await app.pool.query(OUTBOX_SCHEMA_SQL);
   assert.equal((await app.pool.query('SELECT count(*)::int AS n FROM spool_outbox_meta')).rows[0].n, 1);
   assert.equal((await app.pool.query('SELECT outbox_id::text FROM spool_outbox_meta')).rows[0].outbox_id, outboxId);
+});
+
+test('docs/transactional-enqueue.md shows the DDL as it is', async () => {
+  const doc = await readFile(new URL('../../../docs/transactional-enqueue.md', import.meta.url), 'utf8');
+  const block = /is OUTBOX_SCHEMA_SQL \(packages\/sdk\/src\/outbox\/schema\.ts\)[^\n]*\n```sql\n([\s\S]*?)```/.exec(doc)?.[1];
+  assert.equal(block, OUTBOX_SCHEMA_SQL);
 });

@@ -127,13 +127,15 @@ SELECT (SELECT outbox_id::text FROM spool_outbox_meta) AS outbox_id,
          LIMIT $1) AS keys`;
 
 /**
- * Claims keys for this transaction. A try-lock: a key another relay holds is
- * skipped, not waited for. Writers lock another class (the table's trigger),
- * so the application never waits for a relay.
+ * Claims up to $2 of the keys $1 (oldest first) for this transaction. A
+ * try-lock: a key another relay holds is skipped, not waited for (the LIMIT
+ * stops the scan, so no more keys are locked than used). Writers lock another
+ * class (the table's trigger), so the application never waits for a relay.
  */
 const LOCK_KEYS_SQL = `
 SELECT k AS key FROM unnest($1::text[]) AS k
-WHERE pg_try_advisory_xact_lock(hashtext('spool_outbox relays'), hashtext(k))`;
+WHERE pg_try_advisory_xact_lock(hashtext('spool_outbox relays'), hashtext(k))
+LIMIT $2`;
 
 /**
  * The waiting rows of the keys this transaction holds, up to $2 per key in id
@@ -221,6 +223,8 @@ const BULK_FIELDS: ReadonlySet<string> = new Set([
 /** The contract's bulk size, which every server takes. */
 const BULK_CHUNK = 100;
 const ROW_BACKOFF_MAX_MS = 5 * 60_000;
+/** Keys looked at per batch, per row of the batch. */
+const KEY_CANDIDATES = 4;
 const OUTAGE_BACKOFF_MAX_MS = 30_000;
 const ERROR_TEXT_MAX = 2000;
 
@@ -300,7 +304,15 @@ export class OutboxRelay {
     this.#concurrency = options.concurrency ?? 4;
     this.#pollMs = options.pollMs ?? 200;
     this.#keepForwardedMs = options.keepForwardedMs === undefined ? 3_600_000 : options.keepForwardedMs;
-    this.#onEvent = options.onEvent ?? (() => {});
+    const listener = options.onEvent;
+    // A listener that throws must not stop the relay (or fail a batch whose rows Spool already took).
+    this.#onEvent = (event) => {
+      try {
+        listener?.(event);
+      } catch {
+        // ignored
+      }
+    };
     if (!Number.isInteger(this.#batchSize) || this.#batchSize < 1 || this.#batchSize > LIMITS.bulkJobsMax) throw new RangeError(`batchSize must be an integer from 1 to ${LIMITS.bulkJobsMax}`);
     if (!Number.isInteger(this.#rowsPerKey) || this.#rowsPerKey < 1) throw new RangeError('rowsPerKey must be a positive integer');
     if (!Number.isInteger(this.#concurrency) || this.#concurrency < 1) throw new RangeError('concurrency must be a positive integer');
@@ -470,9 +482,10 @@ export class OutboxRelay {
       // The transaction stays open while Spool answers; a relay that vanished
       // without closing its connection must not hold its rows and keys for long.
       await session.query("BEGIN; SET LOCAL idle_in_transaction_session_timeout = '5min'");
-      const heads = (await session.query(HEADS_SQL, [this.#batchSize])).rows[0] as { outbox_id: string | null; keys: string[] };
+      // More keys than a batch uses: the oldest ones may be held by another relay, which then takes the next.
+      const heads = (await session.query(HEADS_SQL, [this.#batchSize * KEY_CANDIDATES])).rows[0] as { outbox_id: string | null; keys: string[] };
       if (!heads.outbox_id) throw new Error('spool_outbox_meta has no row: run the outbox DDL again (ensureOutboxTable, or `spool outbox init`)');
-      const locked = heads.keys.length > 0 ? ((await session.query(LOCK_KEYS_SQL, [heads.keys])).rows as { key: string }[]).map((r) => r.key) : [];
+      const locked = heads.keys.length > 0 ? ((await session.query(LOCK_KEYS_SQL, [heads.keys, this.#batchSize])).rows as { key: string }[]).map((r) => r.key) : [];
       const keyed = locked.length > 0 ? ((await session.query(KEYED_ROWS_SQL, [locked, this.#rowsPerKey])).rows as WaitingRow[]) : [];
       const unkeyed = (await session.query(UNKEYED_ROWS_SQL, [this.#batchSize])).rows as WaitingRow[];
       const rows = this.#select(keyed, unkeyed);

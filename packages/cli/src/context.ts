@@ -32,12 +32,14 @@ export interface Context {
 export class CommandFailed extends Error {
   readonly code: string;
   readonly details: unknown;
+  readonly hint: string | undefined;
 
-  constructor(code: string, message: string, details?: unknown) {
+  constructor(code: string, message: string, details?: unknown, hint?: string) {
     super(message);
     this.name = 'CommandFailed';
     this.code = code;
     this.details = details;
+    this.hint = hint;
   }
 }
 
@@ -102,7 +104,7 @@ export function errorJson(err: unknown, explained: { message: string; hint?: str
 export function explain(err: unknown, options: Partial<GlobalOptions>): { message: string; hint?: string; exitCode: number } {
   const url = options.url ?? DEFAULT_URL;
   if (err instanceof UsageError) return { message: err.message, exitCode: 2 };
-  if (err instanceof CommandFailed) return { message: err.message, exitCode: 1 };
+  if (err instanceof CommandFailed) return { message: err.message, hint: err.hint, exitCode: 1 };
   if (err instanceof SpoolNetworkError) {
     if (err.code === 'ECONNREFUSED') {
       return {

@@ -7,6 +7,7 @@ import { schedulesCommand } from './commands/schedules.js';
 import { migrateCommand, startCommand } from './commands/server.js';
 import { apiKeysCommand } from './commands/api-keys.js';
 import { webhooksCommand } from './commands/webhooks.js';
+import { outboxCommand } from './commands/outbox.js';
 import { workflowsCommand } from './commands/workflows.js';
 import { DEFAULT_URL } from './context.js';
 
@@ -31,7 +32,8 @@ Examples:
   $ spool enqueue emails '{"to":"a@example.com"}'
   $ spool enqueue emails --file jobs.ndjson      one JSON payload per line, sent in bulk
   $ spool jobs list --status deadletter --json | jq '.[].id'
-  $ spool dlq retry --queue emails`,
+  $ spool dlq retry --queue emails
+  $ spool outbox relay --database-url postgres://app@db/app   forward your app's outbox to Spool`,
   );
   for (const command of [
     startCommand(),
@@ -46,6 +48,7 @@ Examples:
     apiKeysCommand(),
     workersCommand(),
     statsCommand(),
+    outboxCommand(),
   ]) {
     program.addCommand(command);
   }

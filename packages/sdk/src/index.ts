@@ -11,6 +11,7 @@ export * from './resources/schedules.js';
 export * from './resources/webhooks.js';
 export * from './resources/organizations.js';
 export * from './resources/system.js';
+export * from './outbox/index.js';
 export * from './worker/errors.js';
 export type { JobContext, Handler } from './worker/running-job.js';
 export { Worker, type WorkerClient, type WorkerOptions, type WorkerEvents, type FailedInfo, type StopOptions, type StopResult, type WorkerState } from './worker/worker.js';

@@ -14,11 +14,13 @@ before(async () => {
 after(() => db.drop());
 
 test('spool migrate reports a current schema', async () => {
-  const child = spawn(process.execPath, [BIN, 'migrate', '--database-url', db.url], { env: { ...process.env, LOG_LEVEL: 'warn' } });
+  const child = spawn(process.execPath, [BIN, 'migrate', '--database-url', db.url], { env: { PATH: process.env.PATH, HOME: process.env.HOME, TMPDIR: process.env.TMPDIR, LOG_LEVEL: 'warn' } });
   let stdout = '';
+  let stderr = '';
   child.stdout.on('data', (chunk) => (stdout += chunk));
+  child.stderr.on('data', (chunk) => (stderr += chunk));
   const code = await new Promise((resolve) => child.on('close', resolve));
-  assert.equal(code, 0);
+  assert.equal(code, 0, `spool migrate exited with ${code}:\n${stdout}\n${stderr}`);
   assert.match(stdout, /schema is current/);
 });
 

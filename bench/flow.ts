@@ -166,8 +166,8 @@ function render(results: RateResult[], keyed: KeyedResult, fair: KeyedResult, st
   const list = (xs: number[]) => xs.map((x) => x.toFixed(0)).join(', ');
   out.push('',
     `F2: a drain of ${keyed.jobs} jobs by one worker process, as S3: every job with its own \`concurrency_key\` and the queue's \`concurrency_key_limit\` 1, ` +
-      'against the same queue without keys or limit, alternated in the same run (goal ≥ 0.80×). A keyed queue\'s claims take turns on its config row ' +
-      'and count the keys\' running jobs; the unkeyed drain uses the lock-free claim.',
+      'against the same queue without keys or limit, alternated in the same run (goal ≥ 0.80×). A keyed queue\'s claims take turns on its config row, ' +
+      'each one statement that locks it, counts the keys\' running jobs and claims; the unkeyed drain uses the lock-free claim.',
     '',
     '| drain | jobs/s (median) | runs |',
     '| --- | --- | --- |',

@@ -21,7 +21,9 @@
  * of 10 jobs of one key enqueued after 100,000 of another (goal ≤ 200).
  *
  * Writes bench/results/flow.json and bench/results/flow.md (copied into
- * BENCHMARKS.md, "Flow control").
+ * BENCHMARKS.md, "Flow control"). `--scenarios F2` (or F1, F3, comma
+ * separated) runs only those and writes only their numbers, to
+ * bench/results/flow-F2.json: for A/B runs of one part on a noisy machine.
  */
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { loadavg } from 'node:os';
@@ -31,6 +33,10 @@ import { SpoolSystem } from './systems/spool.js';
 
 const argv = process.argv.slice(2);
 const quick = argv.includes('--quick');
+const scenariosAt = argv.indexOf('--scenarios');
+const parts = scenariosAt >= 0 ? (argv[scenariosAt + 1] ?? '').split(',').map((x) => x.trim().toUpperCase()).filter(Boolean) : null;
+if (parts && (parts.length === 0 || parts.some((x) => !['F1', 'F2', 'F3'].includes(x)))) throw new Error(`--scenarios takes F1, F2 and F3 (comma separated), not ${argv[scenariosAt + 1]}`);
+const wanted = (part: string) => !parts || parts.includes(part);
 const QUEUE = 'bench';
 const WORKERS = 4;
 
@@ -160,8 +166,8 @@ function render(results: RateResult[], keyed: KeyedResult, fair: KeyedResult, st
   const list = (xs: number[]) => xs.map((x) => x.toFixed(0)).join(', ');
   out.push('',
     `F2: a drain of ${keyed.jobs} jobs by one worker process, as S3: every job with its own \`concurrency_key\` and the queue's \`concurrency_key_limit\` 1, ` +
-      'against the same queue without keys or limit, alternated in the same run (goal ≥ 0.80×). A keyed queue\'s claims take turns on its config row ' +
-      'and count the keys\' running jobs; the unkeyed drain uses the lock-free claim.',
+      'against the same queue without keys or limit, alternated in the same run (goal ≥ 0.80×). A keyed queue\'s claims take turns on its config row, ' +
+      'each one statement that locks it, counts the keys\' running jobs and claims; the unkeyed drain uses the lock-free claim.',
     '',
     '| drain | jobs/s (median) | runs |',
     '| --- | --- | --- |',
@@ -191,26 +197,40 @@ export async function runFlow(): Promise<void> {
     await sys.setup();
     const rates = quick ? [50, 200] : [10, 100, 1000];
     const results: RateResult[] = [];
-    for (const rate of rates) {
+    for (const rate of wanted('F1') ? rates : []) {
       console.error(`[flow] F1 rate_limit ${rate}/s`);
       const r = await rateLimit(sys, rate);
       console.error(`[flow]   held ${r.heldPerS.toFixed(1)}/s over ${r.seconds.toFixed(1)} s; max 1 s ${r.max1sRatio.toFixed(3)}×, max 5 s ${r.max5sRatio.toFixed(3)}×`);
       results.push(r);
     }
-    console.error('[flow] F2 concurrency keys');
-    const keyed = await comparedDrain(sys, quick ? 3_000 : 20_000, quick ? 1 : 3, 'keyed');
-    console.error(`[flow]   keyed ÷ plain ${keyed.ratio.toFixed(2)}×`);
-    console.error('[flow] F3 fair share');
-    const fair = await comparedDrain(sys, quick ? 3_000 : 20_000, quick ? 1 : 3, 'fair');
-    console.error(`[flow]   fair ÷ plain ${fair.ratio.toFixed(2)}×`);
-    const ahead = quick ? 10_000 : 100_000;
-    const starved = { ahead, claimed: await starvation(sys, ahead) };
-    console.error(`[flow]   10 jobs behind ${ahead}: all claimed within ${starved.claimed}`);
+    let keyed: KeyedResult | null = null;
+    if (wanted('F2')) {
+      console.error('[flow] F2 concurrency keys');
+      keyed = await comparedDrain(sys, quick ? 3_000 : 20_000, quick ? 1 : 3, 'keyed');
+      console.error(`[flow]   keyed ÷ plain ${keyed.ratio.toFixed(2)}×`);
+    }
+    let fair: KeyedResult | null = null;
+    let starved: { ahead: number; claimed: number } | null = null;
+    if (wanted('F3')) {
+      console.error('[flow] F3 fair share');
+      fair = await comparedDrain(sys, quick ? 3_000 : 20_000, quick ? 1 : 3, 'fair');
+      console.error(`[flow]   fair ÷ plain ${fair.ratio.toFixed(2)}×`);
+      const ahead = quick ? 10_000 : 100_000;
+      starved = { ahead, claimed: await starvation(sys, ahead) };
+      console.error(`[flow]   10 jobs behind ${ahead}: all claimed within ${starved.claimed}`);
+    }
     const out = new URL('./results/', import.meta.url);
     mkdirSync(out, { recursive: true });
-    writeFileSync(new URL('flow.json', out), JSON.stringify({ startedAt, quick, load, results, keyed, fair, starved }, null, 2) + '\n');
-    writeFileSync(new URL('flow.md', out), render(results, keyed, fair, starved, { command: `npm run bench -- ${argv.join(' ')}`, startedAt, load }) + '\n');
-    console.error('[flow] wrote bench/results/flow.json and bench/results/flow.md');
+    const json = JSON.stringify({ startedAt, quick, load, parts, results, keyed, fair, starved }, null, 2) + '\n';
+    if (parts) {
+      const name = `flow-${parts.join('-')}.json`;
+      writeFileSync(new URL(name, out), json);
+      console.error(`[flow] wrote bench/results/${name}`);
+    } else {
+      writeFileSync(new URL('flow.json', out), json);
+      writeFileSync(new URL('flow.md', out), render(results, keyed!, fair!, starved!, { command: `npm run bench -- ${argv.join(' ')}`, startedAt, load }) + '\n');
+      console.error('[flow] wrote bench/results/flow.json and bench/results/flow.md');
+    }
   } finally {
     await sys.teardown().catch((err) => console.error('[flow] teardown', err));
     await scratch.stop();

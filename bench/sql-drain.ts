@@ -7,14 +7,20 @@
  * (pg_stat_statements). The server and the workers are out of the picture,
  * so a change to the claim or complete SQL shows here undiluted. The bulk
  * load's backend CPU per job is reported too (1,000 jobs per insert).
+ * SQL_DRAIN_MODE=keyed gives every job its own concurrency_key under a
+ * concurrency_key_limit of 1 (the capped claim, F2 in bench/flow.ts);
+ * SQL_DRAIN_MODE=fair spreads the jobs over 100 fairness keys of a
+ * round-robin queue (F3).
  */
-import { jobClaim, jobCompleteMany, jobInsertMany, migrate, organizationCreate, createPool } from '@spool/engine';
+import { jobClaim, jobCompleteMany, jobInsertMany, migrate, organizationCreate, createPool, queueConfigUpsert } from '@spool/engine';
 import { startScratchPostgres } from '../test-support/scratch-postgres.js';
 import { processCpuSeconds } from './lib/proc-cpu.js';
 
 const jobs = Number(process.argv[2] ?? 50_000);
 const repeats = Number(process.argv[3] ?? 3);
 const BATCH = 100;
+const mode = process.env.SQL_DRAIN_MODE ?? 'plain';
+if (!['plain', 'keyed', 'fair'].includes(mode)) throw new Error(`SQL_DRAIN_MODE: plain, keyed or fair, not ${mode}`);
 const scratch = await startScratchPostgres({
   prefix: 'spool-sql-drain-',
   embeddedOnly: true,
@@ -28,12 +34,14 @@ try {
   // SQL_DRAIN_SETUP: statements to try on the schema (an index, a setting) before the rounds.
   if (process.env.SQL_DRAIN_SETUP) await db.query(process.env.SQL_DRAIN_SETUP);
   const { organization } = await organizationCreate(db, { name: 'bench', slug: 'bench', planTier: 'unlimited', environment: 'development' });
+  if (mode !== 'plain') await queueConfigUpsert(db, organization.id, 'bench', mode === 'keyed' ? { concurrencyKeyLimit: 1 } : { fairness: 'round_robin' });
   const pid = (await db.query<{ pid: number }>('SELECT pg_backend_pid() AS pid')).rows[0]!.pid;
   for (let round = 1; round <= repeats; round++) {
     const loadCpu0 = processCpuSeconds(pid);
     for (let offset = 0; offset < jobs; offset += 1000) {
       const n = Math.min(1000, jobs - offset);
-      await jobInsertMany(db, Array.from({ length: n }, (_, k) => ({ organizationId: organization.id, queueName: 'bench', payload: { i: offset + k } })));
+      await jobInsertMany(db, Array.from({ length: n }, (_, k) => ({ organizationId: organization.id, queueName: 'bench', payload: { i: offset + k },
+        concurrencyKey: mode === 'keyed' ? `key-${round}-${offset + k}` : null, fairnessKey: mode === 'fair' ? `tenant-${(offset + k) % 100}` : null })));
     }
     const loadCpu = processCpuSeconds(pid) - loadCpu0;
     await db.query('VACUUM ANALYZE spool.jobs');
@@ -56,7 +64,7 @@ try {
       SELECT query, calls, total_exec_time AS ms, shared_blks_hit AS hit, wal_bytes AS wal
       FROM pg_stat_statements WHERE dbid = (SELECT oid FROM pg_database WHERE datname = current_database())
         AND query NOT LIKE '%pg_stat_statements%' ORDER BY total_exec_time DESC`);
-    console.log(`round ${round}: ${jobs} jobs, ${(jobs / wall).toFixed(0)} jobs/s over one connection; backend CPU ${((cpu / jobs) * 1e6).toFixed(1)} µs/job (the bulk load before it: ${((loadCpu / jobs) * 1e6).toFixed(1)} µs/job)`);
+    console.log(`round ${round} (${mode}): ${jobs} jobs, ${(jobs / wall).toFixed(0)} jobs/s over one connection; backend CPU ${((cpu / jobs) * 1e6).toFixed(1)} µs/job (the bulk load before it: ${((loadCpu / jobs) * 1e6).toFixed(1)} µs/job)`);
     const plans = await db.query<{ name: string; generic_plans: number; custom_plans: number }>('SELECT name, generic_plans, custom_plans FROM pg_prepared_statements ORDER BY name');
     console.log('  plans: ' + plans.rows.map((p) => `${p.name} generic ${p.generic_plans} custom ${p.custom_plans}`).join('; '));
     for (const s of stats.rows.slice(0, 4)) {

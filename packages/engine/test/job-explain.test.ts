@@ -10,9 +10,9 @@ function facts(over: Partial<JobExplainFacts> = {}): JobExplainFacts {
   return {
     id: '01a00000-0000-7000-8000-000000000001', queue_name: 'q', status: 'pending', priority: 0, created_at: ago(60_000),
     scheduled_at: null, expires_at: null, in_backoff: false, retry_count: 0, max_retries: 3, last_error: null, completed_at: null,
-    dependencies_met: null, dependency_mode: null, concurrency_key: null, assigned_worker_id: null, lease_expires_at: null,
+    dependencies_met: null, dependency_mode: null, concurrency_key: null, fairness_key: null, assigned_worker_id: null, lease_expires_at: null,
     cancel_requested_at: null, claimable: true, configured: false, enabled: true, paused_at: null, pause_reason: null,
-    rate_limit: null, rate_burst: 1, rate_available: null, concurrency_limit: null, concurrency_key_limit: null,
+    rate_limit: null, rate_burst: 1, rate_available: null, concurrency_limit: null, concurrency_key_limit: null, fairness: null,
     processing_count: null, key_running: null, dependencies: null, live_workers: 1, ahead: 0, checked_at: NOW,
     ...over,
   };

@@ -234,6 +234,28 @@ describe('GET /jobs/{id}/explain', () => {
     assert.equal((await claim(server, { queue_name: queue }))[0].id, urgent, 'the claim takes the one said to be next');
   });
 
+  it('queued_behind in a fair queue: counts by turns across keys, not oldest first, and says it is an estimate', async () => {
+    const queue = 'explain-fair';
+    await liveWorker(queue);
+    assert.equal((await req('PUT', `/queues/${queue}/config`, { fairness: 'round_robin' })).status, 200);
+    for (let offset = 0; offset < 1000; offset += 100) {
+      const res = await req('POST', '/jobs/bulk', { queue_name: queue, jobs: Array.from({ length: 100 }, (_, i) => ({ payload: { i: offset + i }, fairness_key: 'a' })) });
+      assert.ok(res.status < 300, res.text);
+    }
+    const bs: string[] = [];
+    for (let i = 0; i < 3; i++) bs.push(await enqueue(server, { queue_name: queue, fairness_key: 'b' }));
+    const unkeyed = await enqueue(server, { queue_name: queue });
+    const lastB = reason(await explain(bs[2]!), 'queued_behind');
+    // Turns alternate a, b: a1 b1 a2 b2 a3 b3. Oldest first it would be 1,002.
+    assert.equal(lastB.ahead, 5, lastB.message);
+    assert.match(lastB.message, /about 5 jobs are ahead .*an estimate/);
+    assert.equal(reason(await explain(bs[0]!), 'queued_behind').ahead, 1, 'the first job of b goes after the first of a');
+    assert.equal(reason(await explain(unkeyed), 'queued_behind').ahead, 1003, 'a job without a key waits for every keyed job of its priority');
+    const taken = (await claim(server, { queue_name: queue, limit: 6 })).map((job) => job.id);
+    assert.ok(taken.includes(bs[2]!), 'a claim of ahead + 1 jobs takes it');
+    assert.equal(taken.filter((id) => bs.includes(id)).length, 3);
+  });
+
   it('finished states: completed, dead-lettered (with its error and how to retry), cancelled', async () => {
     const queue = 'explain-final';
     const done = await enqueueAndClaim(server, queue);

@@ -29,33 +29,60 @@
 -- a UNION; Append reads them in order and stops at the LIMIT.
 --
 -- $6 selects the capped form for a capped queue (queue_config.capped: a
--- concurrency_limit, a rate_limit, a concurrency_key_limit or fair share):
--- the caller has locked that queue's config row
--- (queue-lock-capped.sql) in this transaction, so this statement's fresh
--- snapshot counts every job the previous holder started, and $3 is no more
--- than the tokens the lock took from a rate-limited queue's bucket; those
--- this claim does not use go back (`config_after`). Uncapped claims ($6 false)
--- skip capped queues entirely, and never evaluate the count (init plans run
--- lazily). A paused queue has no room.
-WITH RECURSIVE room AS MATERIALIZED (
+-- concurrency_limit, a rate_limit, a concurrency_key_limit or fair share).
+-- Its first step locks that queue's config row (`locked`; the lock holds to
+-- the end of the transaction), so capped claims of a queue take turns:
+-- without it two claimers could each count the same free room or the same
+-- tokens. Lock, claim and the bookkeeping on the config row are one
+-- statement, so the lock is held for one statement's execution, not for
+-- round trips to the caller (docs/performance.md). The locked row is the
+-- latest version (READ COMMITTED rereads a row it waited for), but the rest
+-- of the statement reads the snapshot taken before the wait: the previous
+-- holder's claims are not in it. Its claimed jobs are passed over anyway
+-- (FOR UPDATE rechecks the claim predicate on a changed row); the counts of
+-- processing jobs come from functions that take a snapshot of their own,
+-- after the lock (migration 041). A rate-limited queue's bucket is refilled
+-- to clock_timestamp() (the time waited for the lock refills it too), the
+-- claim takes at most its whole tokens, and what is left is written back
+-- (`config_after`). The capped form returns a row even when it claims
+-- nothing (the `cap_` columns; job columns NULL), and no row when the queue
+-- is not capped or is paused after all: the caller then claims uncapped.
+-- Uncapped claims ($6 false) skip capped queues entirely and never lock or
+-- count anything (init plans run lazily). A paused queue has no room.
+WITH RECURSIVE locked AS MATERIALIZED (
+  SELECT q.id, q.organization_id, q.queue_name, q.concurrency_limit, q.concurrency_key_limit,
+         q.fairness, q.fairness_weights, q.fair_cursor, q.rate_limit,
+         spool.rate_burst(q.rate_limit, q.rate_limit_burst) AS burst, q.rate_tokens, q.rate_refilled_at
+  FROM spool.queue_config q
+  WHERE $6::boolean AND q.organization_id = $1 AND q.queue_name = $2 AND q.enabled AND q.capped
+  FOR UPDATE
+),
+bucket AS MATERIALIZED (
+  SELECT t.at, t.available, least($3::int, floor(t.available)::int) AS reserved
+  FROM (SELECT c.at, spool.rate_tokens_at(l.rate_tokens, l.rate_refilled_at, l.rate_limit, l.burst, c.at) AS available
+        FROM locked l, LATERAL (SELECT clock_timestamp() AS at) c
+        WHERE l.rate_limit IS NOT NULL) t
+),
+room AS MATERIALIZED (
   SELECT r.n, r.key_limit, r.fair, r.weights, r.cursor,
          -- Over-read for a keyed queue: jobs of a key the batch fills are left out.
          CASE WHEN r.key_limit IS NULL THEN r.n ELSE least(r.n * 4, 400) END AS scan
   FROM (
-    SELECT CASE
-      WHEN NOT coalesce(qc.enabled, true) THEN 0
-      WHEN NOT $6::boolean AND coalesce(qc.capped, false) THEN 0
-      WHEN $6::boolean AND qc.concurrency_limit IS NOT NULL THEN greatest(0, least($3::int, qc.concurrency_limit - (
-        SELECT count(*) FROM spool.jobs p
-        WHERE p.organization_id = $1 AND p.queue_name = $2 AND p.status = 'processing'
-      )::int))
-      ELSE $3::int END AS n,
-      CASE WHEN $6::boolean THEN qc.concurrency_key_limit END AS key_limit,
-      $6::boolean AND qc.fairness IS NOT NULL AS fair,
-      coalesce(qc.fairness_weights, '{}'::jsonb) AS weights,
-      coalesce(qc.fair_cursor, '') AS cursor
+    SELECT CASE WHEN NOT coalesce(qc.enabled, true) OR coalesce(qc.capped, false) THEN 0 ELSE $3::int END AS n,
+           NULL::int AS key_limit, false AS fair, '{}'::jsonb AS weights, '' AS cursor
     FROM (SELECT 1) one
     LEFT JOIN spool.queue_config qc ON qc.organization_id = $1 AND qc.queue_name = $2
+    WHERE NOT $6::boolean
+    UNION ALL
+    -- Exactly one row in the capped form too: no room without the lock.
+    SELECT CASE WHEN l.id IS NULL THEN 0 ELSE greatest(0, least(
+             coalesce((SELECT reserved FROM bucket), $3::int),
+             CASE WHEN l.concurrency_limit IS NOT NULL THEN l.concurrency_limit - spool.queue_processing_now(l.organization_id, l.queue_name) END)) END,
+           l.concurrency_key_limit, coalesce(l.fairness IS NOT NULL, false),
+           coalesce(l.fairness_weights, '{}'::jsonb), coalesce(l.fair_cursor, '')
+    FROM (SELECT 1) one
+    LEFT JOIN locked l ON true
+    WHERE $6::boolean
   ) r
 ),
 -- Fair share (capped claims of a queue with `fairness`, migration 029):
@@ -102,22 +129,25 @@ fair_turn AS MATERIALIZED (
 ),
 floor AS MATERIALIZED (
   -- A fair claim reads only the priorities above its turn's (jobs without
-  -- a key) through the ranges below; its turn's own jobs come from `fair`.
+  -- a key) through the ranges below; its turn's own jobs come from `fair`,
+  -- and it takes no floor.
   SELECT coalesce(f.priority, (SELECT p FROM fair_top), 101) AS priority, f.created_at, f.id
   FROM (SELECT 1) one
-  LEFT JOIN spool.jobs f ON f.id = $7::uuid AND f.organization_id = $1
+  LEFT JOIN spool.jobs f ON f.id = $7::uuid AND f.organization_id = $1 AND NOT (SELECT fair FROM room)
 ),
--- A keyed queue's processing jobs per concurrency_key (only read when
--- room.key_limit is set: capped claims of a queue with a
--- concurrency_key_limit).
+-- A keyed queue's processing jobs per concurrency_key, counted after the
+-- lock (only read when room.key_limit is set: capped claims of a queue with
+-- a concurrency_key_limit).
 running AS MATERIALIZED (
-  SELECT concurrency_key, count(*)::int AS n
-  FROM spool.jobs
-  WHERE organization_id = $1 AND queue_name = $2 AND status = 'processing' AND concurrency_key IS NOT NULL
-  GROUP BY concurrency_key
+  SELECT k.concurrency_key, k.n
+  FROM locked l CROSS JOIN LATERAL spool.queue_processing_keys_now(l.organization_id, l.queue_name) k
+  WHERE l.concurrency_key_limit IS NOT NULL
 ),
+-- Keys at their limit: every range passes over their jobs, through a
+-- hashed NOT IN (a `<> ALL` of an array compared each candidate with every
+-- full key).
 full_keys AS MATERIALIZED (
-  SELECT coalesce(array_agg(concurrency_key), '{}') AS keys FROM running WHERE n >= (SELECT key_limit FROM room)
+  SELECT concurrency_key FROM running WHERE n >= (SELECT key_limit FROM room)
 ),
 -- Each key of the turn gives its oldest jobs, `weight` per round; `ord`
 -- is the round, then the key's place in the turn.
@@ -129,7 +159,7 @@ fair AS MATERIALIZED (
     FROM (
       SELECT id, priority, created_at, concurrency_key, fairness_key, tid FROM spool.claimable_jobs
       WHERE organization_id = $1 AND queue_name = $2 AND fairness_key = t.key AND priority = (SELECT p FROM fair_top)
-        AND ((SELECT key_limit FROM room) IS NULL OR concurrency_key IS NULL OR concurrency_key <> ALL ((SELECT keys FROM full_keys)::text[]))
+        AND ((SELECT key_limit FROM room) IS NULL OR concurrency_key IS NULL OR concurrency_key NOT IN (SELECT f.concurrency_key FROM full_keys f))
       ORDER BY created_at, id
       LIMIT t.weight * ceil((SELECT n FROM room)::numeric / t.keys)::int
       FOR UPDATE SKIP LOCKED
@@ -146,7 +176,7 @@ candidates AS (
       SELECT id, priority, created_at, concurrency_key, fairness_key, tid FROM spool.claimable_jobs
       WHERE organization_id = $1 AND queue_name = $2
         AND priority > (SELECT priority FROM floor)
-        AND ((SELECT key_limit FROM room) IS NULL OR concurrency_key IS NULL OR concurrency_key <> ALL ((SELECT keys FROM full_keys)::text[]))
+        AND ((SELECT key_limit FROM room) IS NULL OR concurrency_key IS NULL OR concurrency_key NOT IN (SELECT f.concurrency_key FROM full_keys f))
       ORDER BY priority DESC, created_at ASC, id ASC
       LIMIT (SELECT scan FROM room)
       FOR UPDATE SKIP LOCKED
@@ -157,7 +187,7 @@ candidates AS (
       WHERE organization_id = $1 AND queue_name = $2
         AND priority = (SELECT priority FROM floor)
         AND (created_at, id) > (SELECT created_at, id FROM floor)
-        AND ((SELECT key_limit FROM room) IS NULL OR concurrency_key IS NULL OR concurrency_key <> ALL ((SELECT keys FROM full_keys)::text[]))
+        AND ((SELECT key_limit FROM room) IS NULL OR concurrency_key IS NULL OR concurrency_key NOT IN (SELECT f.concurrency_key FROM full_keys f))
       ORDER BY priority DESC, created_at ASC, id ASC
       LIMIT (SELECT scan FROM room)
       FOR UPDATE SKIP LOCKED
@@ -169,7 +199,7 @@ candidates AS (
       SELECT id, priority, created_at, concurrency_key, fairness_key, tid FROM spool.claimable_jobs
       WHERE organization_id = $1 AND queue_name = $2
         AND priority < (SELECT priority FROM floor)
-        AND ((SELECT key_limit FROM room) IS NULL OR concurrency_key IS NULL OR concurrency_key <> ALL ((SELECT keys FROM full_keys)::text[]))
+        AND ((SELECT key_limit FROM room) IS NULL OR concurrency_key IS NULL OR concurrency_key NOT IN (SELECT f.concurrency_key FROM full_keys f))
       ORDER BY priority DESC, created_at ASC, id ASC
       LIMIT (SELECT CASE WHEN EXISTS (SELECT 1 FROM fair_top) THEN 0 ELSE scan END FROM room)
       FOR UPDATE SKIP LOCKED
@@ -184,13 +214,22 @@ candidates AS (
       WHERE $6::boolean AND organization_id = $1 AND queue_name = $2
         AND priority = (SELECT priority FROM floor)
         AND (created_at, id) <= (SELECT created_at, id FROM floor)
-        AND ((SELECT key_limit FROM room) IS NULL OR concurrency_key IS NULL OR concurrency_key <> ALL ((SELECT keys FROM full_keys)::text[]))
+        AND ((SELECT key_limit FROM room) IS NULL OR concurrency_key IS NULL OR concurrency_key NOT IN (SELECT f.concurrency_key FROM full_keys f))
       ORDER BY priority DESC, created_at ASC, id ASC
       LIMIT (SELECT scan FROM room)
       FOR UPDATE SKIP LOCKED
     ) before_floor
   ) c
   LIMIT (SELECT scan FROM room)
+),
+-- How many candidates a keyed claim picks from: the batch's own number
+-- when the first that many repeat no key (each then has room: its key is
+-- not full), else the over-read. The candidates are locked as they are
+-- read, and only as far as they are read, so a queue of distinct keys
+-- locks its batch and no more.
+keyed_pool AS MATERIALIZED (
+  SELECT CASE WHEN count(f.concurrency_key) = count(DISTINCT f.concurrency_key) THEN (SELECT n FROM room) ELSE (SELECT scan FROM room) END AS size
+  FROM (SELECT concurrency_key FROM candidates LIMIT (SELECT n FROM room)) f
 ),
 -- Unkeyed: the candidates. Keyed: in claim order, each key's candidates
 -- up to what its running jobs leave of the key limit.
@@ -200,7 +239,7 @@ picked AS (
   (SELECT k.id, k.tid
    FROM (SELECT c.id, c.tid, c.priority, c.created_at, c.ord, c.concurrency_key,
                 row_number() OVER (PARTITION BY c.concurrency_key ORDER BY c.priority DESC, c.ord, c.created_at, c.id) AS nth
-         FROM candidates c
+         FROM (SELECT * FROM candidates LIMIT (SELECT size FROM keyed_pool)) c
          WHERE (SELECT key_limit FROM room) IS NOT NULL) k
    LEFT JOIN running r ON r.concurrency_key = k.concurrency_key
    WHERE k.concurrency_key IS NULL OR k.nth + coalesce(r.n, 0) <= (SELECT key_limit FROM room)
@@ -235,16 +274,28 @@ history AS (
   FROM claimed WHERE started_at < now()
 ),
 -- The capped claim's bookkeeping on the config row it has locked, in one
--- UPDATE (a row changed twice in one statement keeps only one change):
--- tokens the claim did not use go back, and a fair claim moves the turn
--- to the last key it served.
+-- UPDATE (a row changed twice in one statement keeps only one change): the
+-- bucket keeps what this claim did not take, and a fair claim moves the
+-- turn to the last key it served.
 config_after AS (
   UPDATE spool.queue_config q
-  SET rate_tokens = CASE WHEN q.rate_limit IS NOT NULL THEN q.rate_tokens + ($3::int - (SELECT count(*) FROM claimed)) ELSE q.rate_tokens END,
+  SET rate_tokens = CASE WHEN q.rate_limit IS NOT NULL THEN (SELECT available FROM bucket) - (SELECT count(*) FROM claimed) ELSE q.rate_tokens END,
+      rate_refilled_at = CASE WHEN q.rate_limit IS NOT NULL THEN (SELECT at FROM bucket) ELSE q.rate_refilled_at END,
       fair_cursor = CASE WHEN (SELECT fair FROM room)
                          THEN coalesce((SELECT f.fairness_key FROM fair f JOIN claimed c ON c.id = f.id ORDER BY f.ord DESC LIMIT 1), q.fair_cursor)
                          ELSE q.fair_cursor END
-  WHERE $6::boolean AND q.organization_id = $1 AND q.queue_name = $2
-    AND ((q.rate_limit IS NOT NULL AND (SELECT count(*) FROM claimed) < $3::int) OR (SELECT fair FROM room))
+  WHERE $6::boolean AND q.id = (SELECT id FROM locked)
+    AND (EXISTS (SELECT 1 FROM bucket) OR (SELECT fair FROM room))
 )
-SELECT * FROM claimed ORDER BY priority DESC, created_at ASC, id ASC;
+SELECT c.*, NULL::text AS cap_fairness, NULL::int AS cap_reserved,
+       NULL::float8 AS cap_tokens, NULL::int AS cap_rate, NULL::int AS cap_burst
+FROM claimed c
+WHERE NOT $6::boolean
+UNION ALL
+-- The capped form's facts for the caller: whether the queue is fair, and a
+-- rate-limited queue's tokens taken, left and refill rate (job-claim.ts).
+SELECT c.*, l.fairness, b.reserved, b.available - (SELECT count(*) FROM claimed), l.rate_limit, l.burst
+FROM locked l
+LEFT JOIN bucket b ON true
+LEFT JOIN claimed c ON true
+ORDER BY priority DESC, created_at ASC, id ASC;

@@ -1,12 +1,11 @@
 import { LIMITS, clamp } from '@spool/protocol';
 import type { Queryable } from '../db.js';
 import pg from 'pg';
-import { run, sqlFile, transaction } from '../db.js';
+import { run, sqlFile } from '../db.js';
 import type { JobRow } from '../types.js';
 
 const statement = sqlFile(import.meta.url, './job-claim.sql');
 const isCapped = sqlFile(import.meta.url, './queue-is-capped.sql');
-const lockCapped = sqlFile(import.meta.url, './queue-lock-capped.sql');
 
 export interface ClaimParams {
   organizationId: string;
@@ -123,32 +122,29 @@ export async function jobClaimOutcome(db: Queryable, params: ClaimParams): Promi
     if (floors.size > MAX_FLOORS) floors.delete(floors.keys().next().value!);
   };
 
-  // The capped form: the queue's config row locked in a transaction; null
-  // when the queue is not capped (or paused) after all. Its one statement
-  // reads past the floor and then, when short, up to it (job-claim.sql); a
-  // fair queue's turns take no floor.
+  // The capped form: one statement locks the queue's config row, claims and
+  // keeps its books (job-claim.sql); null when the queue is not capped (or
+  // paused) after all. It reads past the floor and then, when short, up to
+  // it; a fair queue's turns take no floor (the statement ignores it).
   const claimCapped = async (): Promise<ClaimOutcome | null> => {
-    const inTransaction = async (client: Queryable): Promise<ClaimOutcome | null> => {
-      const [locked] = await run<CappedLock>(client, lockCapped, [params.organizationId, params.queueName, limit]);
-      if (!locked) return null;
-      const n = locked.reserved ?? limit;
-      const cappedFloor = locked.fairness === null ? floor : null;
-      let jobs = n === 0 ? [] : await run<JobRow>(client, statement, claimOf(n, cappedFloor?.jobId ?? null, true));
-      // A fair turn gives each key its share of the batch; keys with fewer
-      // jobs leave it short, and the next turns fill it (a rate-limited
-      // queue's tokens were taken for the first statement only).
-      for (let turn = 1; locked.fairness !== null && locked.reserved === null && jobs.length > 0 && jobs.length < n && turn < FAIR_TURNS_MAX; turn++) {
-        const more = await run<JobRow>(client, statement, claimOf(n - jobs.length, null, true));
-        if (more.length === 0) break;
-        jobs = [...jobs, ...more];
-      }
-      if (locked.fairness === null && n > 0) keepFloor(jobs, n, cappedFloor === null || jobs.length < n);
-      // Out of tokens: every reserved token used (or none to reserve) and fewer than asked for.
-      const tokenBound = locked.reserved !== null && n < limit && jobs.length === n;
-      return { jobs, retryAfterMs: tokenBound ? refillMs(locked, limit) : null };
-    };
-    // A caller's own client is assumed to be in its transaction already.
-    return db instanceof pg.Pool ? transaction(db, inTransaction) : inTransaction(db);
+    const rows = await run<ClaimRow>(db, statement, claimOf(limit, floor?.jobId ?? null, true));
+    const facts = rows[0];
+    if (!facts) return null;
+    const n = facts.cap_reserved ?? limit;
+    const fair = facts.cap_fairness !== null;
+    let jobs = jobsOf(rows);
+    // A fair turn gives each key its share of the batch; keys with fewer
+    // jobs leave it short, and the next turns fill it (a rate-limited
+    // queue's turns stop at the first: its tokens are what it took).
+    for (let turn = 1; fair && facts.cap_reserved === null && jobs.length > 0 && jobs.length < n && turn < FAIR_TURNS_MAX; turn++) {
+      const more = jobsOf(await run<ClaimRow>(db, statement, claimOf(n - jobs.length, null, true)));
+      if (more.length === 0) break;
+      jobs = [...jobs, ...more];
+    }
+    if (!fair && n > 0) keepFloor(jobs, n, floor === null || jobs.length < n);
+    // Out of tokens: every token taken used (or none to take) and fewer than asked for.
+    const tokenBound = facts.cap_reserved !== null && n < limit && jobs.length === n;
+    return { jobs, retryAfterMs: tokenBound ? refillMs(facts, limit) : null };
   };
   const capped = cappedOf(db);
   if (capped.has(key)) {
@@ -160,12 +156,12 @@ export async function jobClaimOutcome(db: Queryable, params: ClaimParams): Promi
     }
   }
 
-  let claimed = await run<JobRow>(db, statement, claimOf(limit, floor?.jobId ?? null, false));
+  let claimed = jobsOf(await run<ClaimRow>(db, statement, claimOf(limit, floor?.jobId ?? null, false)));
   let readFromStart = floor === null;
   if (!readFromStart && claimed.length < limit) {
     // The queue ran dry after the floor: read it from the start for what
     // became due before the floor.
-    const earlier = await run<JobRow>(db, statement, claimOf(limit - claimed.length, null, false));
+    const earlier = jobsOf(await run<ClaimRow>(db, statement, claimOf(limit - claimed.length, null, false)));
     if (earlier.length > 0) claimed = [...claimed, ...earlier].sort(byClaimOrder);
     readFromStart = true;
   }
@@ -186,18 +182,33 @@ export async function jobClaimOutcome(db: Queryable, params: ClaimParams): Promi
   return outcome ?? { jobs: [], retryAfterMs: null };
 }
 
-/** queue-lock-capped.sql's row; the bucket fields are null for a queue without a rate limit. */
-interface CappedLock {
-  concurrency_limit: number | null;
-  fairness: string | null;
-  reserved: number | null;
-  tokens: number | null;
-  rate: number | null;
-  burst: number | null;
+/**
+ * job-claim.sql's row: a claimed job, and in the capped form the `cap_`
+ * facts (the bucket's are null for a queue without a rate limit); a capped
+ * claim that took nothing returns one row of facts alone (job columns null).
+ */
+type ClaimRow = JobRow & {
+  cap_fairness: string | null;
+  /** Whole tokens the claim could take (at most its limit). */
+  cap_reserved: number | null;
+  /** What the bucket holds after the claim. */
+  cap_tokens: number | null;
+  cap_rate: number | null;
+  cap_burst: number | null;
+};
+
+function jobsOf(rows: ClaimRow[]): JobRow[] {
+  const jobs: JobRow[] = [];
+  for (const row of rows) {
+    if (row.id === null) continue;
+    const { cap_fairness: _f, cap_reserved: _r, cap_tokens: _t, cap_rate: _a, cap_burst: _b, ...job } = row;
+    jobs.push(job);
+  }
+  return jobs;
 }
 
 /** Milliseconds until a rate-limited queue's bucket holds a batch's worth of tokens again. */
-function refillMs(locked: CappedLock, limit: number): number {
-  const wanted = Math.min(limit, locked.burst!);
-  return Math.max(1, Math.ceil(((wanted - locked.tokens!) / locked.rate!) * 1000));
+function refillMs(facts: ClaimRow, limit: number): number {
+  const wanted = Math.min(limit, facts.cap_burst!);
+  return Math.max(1, Math.ceil(((wanted - facts.cap_tokens!) / facts.cap_rate!) * 1000));
 }

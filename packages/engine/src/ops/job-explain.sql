@@ -4,7 +4,7 @@
 -- together). job-explain.ts turns the facts into reasons.
 --
 -- Read-only on purpose: nothing is locked, and the token bucket is refilled
--- here only in arithmetic, as queue-lock-capped.sql would refill it, never
+-- here only in arithmetic, as the capped claim (job-claim.sql) would refill it, never
 -- written back (writing it would move rate_refilled_at and so change what the
 -- next claim gets). It can therefore disagree by a token with a claim running
 -- at the same moment.
@@ -21,7 +21,7 @@
 WITH job AS (
   SELECT j.id, j.queue_name, j.status, j.priority, j.created_at, j.scheduled_at, j.expires_at,
          j.in_backoff, j.retry_count, j.max_retries, j.last_error, j.completed_at,
-         j.dependencies_met, j.dependency_mode, j.concurrency_key,
+         j.dependencies_met, j.dependency_mode, j.concurrency_key, j.fairness_key,
          j.assigned_worker_id, j.lease_expires_at, j.cancel_requested_at
   FROM spool.jobs j
   WHERE j.organization_id = $1 AND j.id = $2
@@ -34,9 +34,28 @@ facts AS (
          q.rate_limit,
          spool.rate_burst(q.rate_limit, q.rate_limit_burst) AS rate_burst,
          q.rate_tokens, q.rate_refilled_at,
-         q.concurrency_limit, q.concurrency_key_limit
+         q.concurrency_limit, q.concurrency_key_limit,
+         q.fairness, coalesce(q.fairness_weights, '{}'::jsonb) AS fairness_weights, coalesce(q.fair_cursor, '') AS fair_cursor
   FROM job
   LEFT JOIN spool.queue_config q ON q.organization_id = $1 AND q.queue_name = job.queue_name
+),
+-- A claimable keyed job of a fair queue: its key's claimable jobs of its
+-- priority before it, and so the turn it goes in (its key takes `weight`
+-- jobs a turn, docs/jobs-api.md "Explain").
+fair_place AS (
+  SELECT f.id, t.before, t.before / w.weight + 1 AS turn, w.weight
+  FROM facts f
+  CROSS JOIN LATERAL (SELECT coalesce((f.fairness_weights ->> f.fairness_key)::int, 1) AS weight) w
+  CROSS JOIN LATERAL (
+    SELECT count(*)::int AS before FROM (
+      SELECT 1 FROM spool.claimable_jobs c
+      WHERE c.organization_id = $1 AND c.queue_name = f.queue_name AND c.fairness_key = f.fairness_key
+        AND c.priority = f.priority AND (c.created_at, c.id) < (f.created_at, f.id)
+      ORDER BY c.priority DESC, c.fairness_key, c.created_at, c.id
+      LIMIT $3
+    ) x
+  ) t
+  WHERE f.claimable AND f.fairness IS NOT NULL AND f.fairness_key IS NOT NULL
 )
 SELECT f.*,
        now() AS checked_at,
@@ -78,6 +97,7 @@ SELECT f.*,
        -- OR over both would be a filter, read to the end of the queue. The
        -- ORDER BY is the index's, so the LIMIT is read from it (without it
        -- the planner, not knowing the priority, took a sequential scan).
+       -- A fair queue orders its own priority by turns instead (below).
        CASE WHEN f.claimable THEN least($3::int, (
          SELECT count(*)::int FROM (
            SELECT 1 FROM spool.claimable_jobs c
@@ -85,13 +105,58 @@ SELECT f.*,
            ORDER BY c.priority DESC, c.created_at, c.id
            LIMIT $3
          ) higher
-       ) + (
-         SELECT count(*)::int FROM (
-           SELECT 1 FROM spool.claimable_jobs c
-           WHERE c.organization_id = $1 AND c.queue_name = f.queue_name AND c.priority = f.priority
-             AND (c.created_at, c.id) < (f.created_at, f.id)
-           ORDER BY c.priority DESC, c.created_at, c.id
-           LIMIT $3
-         ) same
-       )) END AS ahead
-FROM facts f;
+       ) + CASE
+         WHEN f.fairness IS NULL THEN (
+           SELECT count(*)::int FROM (
+             SELECT 1 FROM spool.claimable_jobs c
+             WHERE c.organization_id = $1 AND c.queue_name = f.queue_name AND c.priority = f.priority
+               AND (c.created_at, c.id) < (f.created_at, f.id)
+             ORDER BY c.priority DESC, c.created_at, c.id
+             LIMIT $3
+           ) same)
+         -- Without a key in a fair queue: after every keyed job of its
+         -- priority, then in claim order among the others.
+         WHEN f.fairness_key IS NULL THEN (
+           SELECT count(*)::int FROM (
+             SELECT 1 FROM spool.claimable_jobs c
+             WHERE c.organization_id = $1 AND c.queue_name = f.queue_name AND c.priority = f.priority AND c.fairness_key IS NOT NULL
+             ORDER BY c.priority DESC, c.fairness_key, c.created_at, c.id
+             LIMIT $3
+           ) keyed) + (
+           SELECT count(*)::int FROM (
+             SELECT 1 FROM spool.claimable_jobs c
+             WHERE c.organization_id = $1 AND c.queue_name = f.queue_name AND c.priority = f.priority
+               AND c.fairness_key IS NULL AND (c.created_at, c.id) < (f.created_at, f.id)
+             ORDER BY c.priority DESC, c.created_at, c.id
+             LIMIT $3
+           ) unkeyed)
+         -- With a key: its key's jobs before it, and from every other key of
+         -- its priority as many as that key gets in the turns before the
+         -- job's, plus one more turn for the keys served before the job's
+         -- key in a turn (after fair_cursor in key order, then wrapping).
+         -- A walk over the keys, an index probe each, stopped at $3 jobs.
+         ELSE fp.before + (
+           WITH RECURSIVE walk (key, total, steps) AS (
+             SELECT (SELECT c.fairness_key FROM spool.claimable_jobs c
+                     WHERE c.organization_id = $1 AND c.queue_name = f.queue_name AND c.priority = f.priority AND c.fairness_key IS NOT NULL
+                     ORDER BY c.priority DESC, c.fairness_key LIMIT 1), 0, 0
+             UNION ALL
+             SELECT (SELECT c.fairness_key FROM spool.claimable_jobs c
+                     WHERE c.organization_id = $1 AND c.queue_name = f.queue_name AND c.priority = f.priority AND c.fairness_key > w.key
+                     ORDER BY c.priority DESC, c.fairness_key LIMIT 1),
+                    w.total + CASE WHEN w.key = f.fairness_key THEN 0 ELSE (
+                      SELECT count(*)::int FROM (
+                        SELECT 1 FROM spool.claimable_jobs c
+                        WHERE c.organization_id = $1 AND c.queue_name = f.queue_name AND c.priority = f.priority AND c.fairness_key = w.key
+                        ORDER BY c.priority DESC, c.fairness_key, c.created_at, c.id
+                        LIMIT coalesce((f.fairness_weights ->> w.key)::int, 1)
+                              * (fp.turn - 1 + CASE WHEN (w.key > f.fair_cursor, f.fairness_key) > (f.fairness_key > f.fair_cursor, w.key) THEN 1 ELSE 0 END)
+                      ) x) END,
+                    w.steps + 1
+             FROM walk w
+             WHERE w.key IS NOT NULL AND w.total < $3 AND w.steps < $3
+           )
+           SELECT max(total) FROM walk)
+         END) END AS ahead
+FROM facts f
+LEFT JOIN fair_place fp ON fp.id = f.id;

@@ -79,6 +79,7 @@ export interface JobExplainFacts {
   dependencies_met: boolean | null;
   dependency_mode: 'all' | 'any' | null;
   concurrency_key: string | null;
+  fairness_key: string | null;
   assigned_worker_id: string | null;
   lease_expires_at: Date | null;
   cancel_requested_at: Date | null;
@@ -92,6 +93,8 @@ export interface JobExplainFacts {
   rate_available: number | null;
   concurrency_limit: number | null;
   concurrency_key_limit: number | null;
+  /** The queue's fair share (`round_robin`), or null. */
+  fairness: string | null;
   processing_count: number | null;
   key_running: number | null;
   dependencies: { count: number; items: DependencyFact[] } | null;
@@ -249,7 +252,14 @@ export function explainFacts(f: JobExplainFacts, options: { canSee: (queueName: 
     const capped = f.ahead >= EXPLAIN_AHEAD_CAP;
     add({
       code: 'queued_behind', blocking: false, queue_name: queue, ahead: f.ahead, ahead_capped: capped,
-      message: f.ahead === 0
+      message: f.fairness !== null
+        // A fair queue's order depends on the turns claims take across keys: an estimate (docs/jobs-api.md, "Explain").
+        ? (f.ahead === 0
+          ? `It can be claimed now and is about next in line: queue "${queue}" shares claims across fairness keys, so this is an estimate.`
+          : `It can be claimed now; ${capped ? `at least about ${plural(f.ahead, 'job')} are` : `about ${plural(f.ahead, 'job')} ${f.ahead === 1 ? 'is' : 'are'}`} ahead of it in queue "${queue}" `
+            + `(an estimate: higher priority first, then its key's older jobs and the other keys' jobs in the turns before its own, as fair share takes turns across fairness keys). `
+            + `More workers, or a higher priority (PUT ${jobPath}/priority), get it sooner.`)
+        : f.ahead === 0
         ? `It can be claimed now and is next in line: the next claim on queue "${queue}" (POST ${api('/jobs/claim')}) takes it.`
         : `It can be claimed now; ${capped ? `at least ${plural(f.ahead, 'job')} are` : f.ahead === 1 ? '1 job is' : `${plural(f.ahead, 'job')} are`} ahead of it in queue "${queue}" (higher priority first, then older). `
           + `Claims take it after ${f.ahead === 1 ? 'that one' : 'them'}; more workers, or a higher priority (PUT ${jobPath}/priority), get it sooner.`,

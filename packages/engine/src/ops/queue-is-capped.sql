@@ -1,4 +1,4 @@
--- Whether claims of this queue must go through queue-lock-capped.sql: it
+-- Whether claims of this queue must take the capped form of job-claim.sql: it
 -- has a concurrency_limit, a rate_limit, a concurrency_key_limit or fair
 -- share (queue_config.capped, migration 029).
 SELECT 1

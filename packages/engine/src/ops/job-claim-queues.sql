@@ -135,10 +135,10 @@ shares AS MATERIALIZED (
   GROUP BY q.name, q.capped
 ),
 picked AS (
-  SELECT l.id
+  SELECT l.tid
   FROM shares s
   CROSS JOIN LATERAL (
-    SELECT c.id FROM spool.claimable_jobs c
+    SELECT c.tid FROM spool.claimable_jobs c
     WHERE c.organization_id = $1 AND c.queue_name = s.name
     ORDER BY c.priority DESC, c.created_at ASC, c.id ASC
     LIMIT s.n
@@ -146,8 +146,8 @@ picked AS (
   ) l
   WHERE NOT s.capped
 ),
--- As job-claim.sql: the picked rows by `id = ANY (ARRAY(...))`, always a
--- primary-key index scan.
+-- As job-claim.sql: the picked rows by tuple id (migration 044), which
+-- this statement's locks keep current.
 claimed AS (
   UPDATE spool.jobs j
   SET status = 'processing',
@@ -157,7 +157,7 @@ claimed AS (
       deadline_at = CASE WHEN j.timeout_enforced THEN now() + make_interval(secs => j.timeout_seconds) END,
       started_at = coalesce(j.started_at, now()),
       updated_at = now()
-  WHERE j.id = ANY (ARRAY(SELECT id FROM picked))
+  WHERE j.ctid = ANY (ARRAY(SELECT tid FROM picked))
   RETURNING j.*
 ),
 -- As job-claim.sql: first claims in one row per queue (migration 021: one

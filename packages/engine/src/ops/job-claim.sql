@@ -3,11 +3,15 @@
 -- concurrent claimers pass each other instead of queueing), then the UPDATE
 -- hands each row a fresh lease_id: the fencing token for everything after.
 -- Candidates come from spool.claimable_jobs, whose WHERE is jobs_claim_idx's
--- predicate (migration 015). The UPDATE finds the picked rows by `id = ANY (ARRAY(...))`, not a join: in a generic
--- plan LIMIT $3 is estimated at 10% of the queue, and a join then became a
--- hash join over a sequential scan of the whole table (860 ms instead of
--- 4 ms at 2M rows, docs/claim-explain.md); the array form is always a
--- primary-key index scan.
+-- predicate (migration 015). The UPDATE finds the picked rows by
+-- `ctid = ANY (ARRAY(...))`, not a join: in a generic plan LIMIT $3 is
+-- estimated at 10% of the queue, and a join then became a hash join over a
+-- sequential scan of the whole table (860 ms instead of 4 ms at 2M rows,
+-- docs/claim-explain.md); the array form is always a direct fetch. By tuple
+-- id (migration 044), not by id: the rows are locked by this statement, so
+-- the versions it saw are current, and a TID scan reads one heap page per
+-- row where a primary-key probe descended the index first (about 2.6 buffer
+-- hits per claimed job).
 --
 -- $7, the claim floor (job-claim.ts): the last job of this queue's previous
 -- full batch, or NULL. The index order (priority DESC, created_at, id) is
@@ -148,12 +152,12 @@ full_keys AS MATERIALIZED (
 -- Each key of the turn gives its oldest jobs, `weight` per round; `ord`
 -- is the round, then the key's place in the turn.
 fair AS MATERIALIZED (
-  SELECT j.id, j.priority, j.created_at, j.concurrency_key, j.fairness_key, ((j.r - 1) / t.weight) * 1000 + t.pos AS ord
+  SELECT j.id, j.priority, j.created_at, j.concurrency_key, j.fairness_key, j.tid, ((j.r - 1) / t.weight) * 1000 + t.pos AS ord
   FROM fair_turn t
   CROSS JOIN LATERAL (
     SELECT l.*, row_number() OVER (ORDER BY l.created_at, l.id) AS r
     FROM (
-      SELECT id, priority, created_at, concurrency_key, fairness_key FROM spool.claimable_jobs
+      SELECT id, priority, created_at, concurrency_key, fairness_key, tid FROM spool.claimable_jobs
       WHERE organization_id = $1 AND queue_name = $2 AND fairness_key = t.key AND priority = (SELECT p FROM fair_top)
         AND ((SELECT key_limit FROM room) IS NULL OR concurrency_key IS NULL OR concurrency_key NOT IN (SELECT f.concurrency_key FROM full_keys f))
       ORDER BY created_at, id
@@ -169,7 +173,7 @@ fair AS MATERIALIZED (
 candidates AS (
   SELECT * FROM (
     SELECT *, 0 AS ord FROM (
-      SELECT id, priority, created_at, concurrency_key, fairness_key FROM spool.claimable_jobs
+      SELECT id, priority, created_at, concurrency_key, fairness_key, tid FROM spool.claimable_jobs
       WHERE organization_id = $1 AND queue_name = $2
         AND priority > (SELECT priority FROM floor)
         AND ((SELECT key_limit FROM room) IS NULL OR concurrency_key IS NULL OR concurrency_key NOT IN (SELECT f.concurrency_key FROM full_keys f))
@@ -179,7 +183,7 @@ candidates AS (
     ) higher
     UNION ALL
     SELECT *, 0 AS ord FROM (
-      SELECT id, priority, created_at, concurrency_key, fairness_key FROM spool.claimable_jobs
+      SELECT id, priority, created_at, concurrency_key, fairness_key, tid FROM spool.claimable_jobs
       WHERE organization_id = $1 AND queue_name = $2
         AND priority = (SELECT priority FROM floor)
         AND (created_at, id) > (SELECT created_at, id FROM floor)
@@ -192,7 +196,7 @@ candidates AS (
     SELECT * FROM fair WHERE (SELECT fair FROM room)
     UNION ALL
     SELECT *, 0 AS ord FROM (
-      SELECT id, priority, created_at, concurrency_key, fairness_key FROM spool.claimable_jobs
+      SELECT id, priority, created_at, concurrency_key, fairness_key, tid FROM spool.claimable_jobs
       WHERE organization_id = $1 AND queue_name = $2
         AND priority < (SELECT priority FROM floor)
         AND ((SELECT key_limit FROM room) IS NULL OR concurrency_key IS NULL OR concurrency_key NOT IN (SELECT f.concurrency_key FROM full_keys f))
@@ -206,7 +210,7 @@ candidates AS (
     -- does this in a second statement, job-claim.ts; a capped one cannot,
     -- as its tokens and its count of running jobs are for one statement.)
     SELECT *, 0 AS ord FROM (
-      SELECT id, priority, created_at, concurrency_key, fairness_key FROM spool.claimable_jobs
+      SELECT id, priority, created_at, concurrency_key, fairness_key, tid FROM spool.claimable_jobs
       WHERE $6::boolean AND organization_id = $1 AND queue_name = $2
         AND priority = (SELECT priority FROM floor)
         AND (created_at, id) <= (SELECT created_at, id FROM floor)
@@ -230,10 +234,10 @@ keyed_pool AS MATERIALIZED (
 -- Unkeyed: the candidates. Keyed: in claim order, each key's candidates
 -- up to what its running jobs leave of the key limit.
 picked AS (
-  SELECT id FROM candidates WHERE (SELECT key_limit FROM room) IS NULL
+  SELECT id, tid FROM candidates WHERE (SELECT key_limit FROM room) IS NULL
   UNION ALL
-  (SELECT k.id
-   FROM (SELECT c.id, c.priority, c.created_at, c.ord, c.concurrency_key,
+  (SELECT k.id, k.tid
+   FROM (SELECT c.id, c.tid, c.priority, c.created_at, c.ord, c.concurrency_key,
                 row_number() OVER (PARTITION BY c.concurrency_key ORDER BY c.priority DESC, c.ord, c.created_at, c.id) AS nth
          FROM (SELECT * FROM candidates LIMIT (SELECT size FROM keyed_pool)) c
          WHERE (SELECT key_limit FROM room) IS NOT NULL) k
@@ -253,7 +257,7 @@ claimed AS (
       deadline_at = CASE WHEN j.timeout_enforced THEN now() + make_interval(secs => j.timeout_seconds) END,
       started_at = coalesce(j.started_at, now()),
       updated_at = now()
-  WHERE j.id = ANY (ARRAY(SELECT id FROM picked))
+  WHERE j.ctid = ANY (ARRAY(SELECT tid FROM picked))
   RETURNING j.*
 ),
 -- A job's first claim (started_at is this statement's now()) goes into one

@@ -125,3 +125,32 @@ FROM retried x
 WHERE (SELECT pg_notify('spool_jobs', json_build_object('q', array_agg(DISTINCT organization_id::text || ':' || queue_name))::text)
          FROM retried HAVING count(*) > 0) IS NOT NULL
 $$;
+
+-- The fence of a worker's call on a job it holds (heartbeat, snooze,
+-- progress, log, complete, fail; ops/job-*.sql): whether the caller holds
+-- the job, from the job's row j, and if not, why not:
+--  * held           processing (spelled as the lease it implies,
+--                   jobs_lease_iff_processing), assigned to the caller's
+--                   worker, with the presented lease when one is, and before
+--                   the attempt's deadline (an enforced timeout, migration 026);
+--  * timed_out      the caller's own attempt is past its deadline: it is
+--                   over, and the lease reaper fails it as timed out;
+--  * lease_mismatch a presented lease that is not the job's (409 LEASE_EXPIRED);
+--  * not_owned      any other job (404 job_not_found_or_not_owned).
+-- A statement applies it to the row it locks or updates, so a row that a
+-- concurrent writer changed first is judged on its newest version (a lookup
+-- of its own, with the statement's snapshot, would judge the old one).
+-- ops/job-lease-state.sql explains a refusal with it, adding what the row
+-- cannot tell: a missing job, and a lease the reaper already ended.
+-- One SQL expression of its arguments: PostgreSQL inlines it into the
+-- calling statement, which then reads the row's columns as before.
+CREATE FUNCTION spool.job_fence(j spool.jobs, caller_worker_id text, caller_lease_id uuid)
+RETURNS text
+LANGUAGE sql STABLE AS $$
+  SELECT CASE
+    WHEN j.lease_id IS NOT NULL AND j.assigned_worker_id = caller_worker_id AND (caller_lease_id IS NULL OR j.lease_id = caller_lease_id)
+      THEN CASE WHEN j.deadline_at IS NULL OR j.deadline_at > now() THEN 'held' ELSE 'timed_out' END
+    WHEN caller_lease_id IS NOT NULL AND j.lease_id IS DISTINCT FROM caller_lease_id THEN 'lease_mismatch'
+    ELSE 'not_owned'
+  END
+$$;

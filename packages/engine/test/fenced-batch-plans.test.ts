@@ -56,14 +56,14 @@ describe('fenced batch statements with many jobs processing', () => {
   it('complete probes one job per item, whatever the statistics said', async () => {
     const { indexes, hits } = await planWithManyProcessing('job-complete-many.sql', 'uuid, uuid[], text[], uuid[], text[]',
       (ids, leases) => `'${org}', ${array(ids)}, ${array(ids.map(() => 'w1'))}, ${array(leases)}, ${array(ids.map(() => 'NULL'))}`);
-    assert.ok(!indexes.has('jobs_worker_idx'), `complete read jobs_worker_idx: ${[...indexes].join(', ')}`);
+    assert.ok(!indexes.has('jobs_processing_idx'), `complete read jobs_processing_idx: ${[...indexes].join(', ')}`);
     assert.ok(hits < 400, `10 completions read ${hits} buffers`);
   });
 
   it('fail probes one job per item, whatever the statistics said', async () => {
     const { indexes, hits } = await planWithManyProcessing('job-fail-many.sql', 'uuid, uuid[], text[], uuid[], text[], boolean[]',
       (ids, leases) => `'${org}', ${array(ids)}, ${array(ids.map(() => 'w1'))}, ${array(leases)}, ${array(ids.map(() => 'boom'))}, ${array(ids.map(() => 'true'))}`);
-    assert.ok(!indexes.has('jobs_worker_idx'), `fail read jobs_worker_idx: ${[...indexes].join(', ')}`);
+    assert.ok(!indexes.has('jobs_processing_idx'), `fail read jobs_processing_idx: ${[...indexes].join(', ')}`);
     assert.ok(hits < 600, `10 failures read ${hits} buffers`);
   });
 });

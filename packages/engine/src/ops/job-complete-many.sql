@@ -27,7 +27,7 @@ WITH input AS (
   SELECT * FROM unnest($2::uuid[], $3::text[], $4::uuid[], $5::text[]) AS t(id, worker_id, lease_id, result)
 ),
 -- MATERIALIZED: read once. Inlined into the UPDATE, the planner re-ran this
--- lookup per row through jobs_worker_idx (quadratic in a worker's jobs).
+-- lookup per row through jobs_processing_idx (quadratic in a worker's jobs).
 target AS MATERIALIZED (
   SELECT j.id, j.lease_id AS held_lease_id, i.worker_id, i.result
   FROM spool.jobs j
@@ -37,7 +37,7 @@ target AS MATERIALIZED (
     -- cannot complete: it is failed as timed out). spool.job_fence spells
     -- "processing" as the lease it implies: spelled as the status, it let the
     -- planner read every processing row of the organization through
-    -- jobs_worker_idx and hash-join them, which a generic plan made while few
+    -- jobs_processing_idx and hash-join them, which a generic plan made while few
     -- jobs were processing kept doing when thousands were (each batch then
     -- read all of them). The lookup stays one jobs_pkey probe per item. The
     -- UPDATE need not check the deadline again: it belongs to the claim, and
@@ -59,7 +59,7 @@ done AS (
   -- processing (jobs_lease_iff_processing) and is new for every claim, so an
   -- equal lease means the same claim by the same worker. (Spelling out
   -- status = 'processing' here drew the planner to scan every processing row
-  -- through jobs_worker_idx instead of one jobs_pkey lookup per job.)
+  -- through jobs_processing_idx instead of one jobs_pkey lookup per job.)
   WHERE j.id = t.id
     AND j.lease_id = t.held_lease_id
   RETURNING j.id, j.organization_id, j.queue_name, j.started_at, j.completed_at, j.workflow_id, j.completion_webhook,

@@ -25,7 +25,7 @@ for (const column of JOB_ORDER_COLUMNS) {
   for (const dir of ['asc', 'desc'] as const) {
     const nulls = NULLABLE_ORDER_COLUMNS.has(column) ? ' NULLS LAST' : '';
     const order = `${column} ${dir.toUpperCase()}${nulls}, id ${dir.toUpperCase()}`;
-    listStatements.set(`${column}:${dir}`, { name: `${listTemplate.name}_${column}_${dir}`, text: listTemplate.text.replace('{{order}}', order) });
+    listStatements.set(`${column}:${dir}`, { name: `${listTemplate.name}_${column}_${dir}`, text: listTemplate.text.replaceAll('{{order}}', order) });
   }
 }
 

@@ -5,7 +5,7 @@
 -- Bounded batch; SKIP LOCKED lets replicas overlap safely. There is no index
 -- on lease_expires_at (migration 009: it cost an index entry per claim and
 -- made heartbeats non-HOT updates): the processing rows are read through
--- jobs_worker_idx, which holds only them, and sorted.
+-- jobs_processing_idx, which holds only them, and sorted.
 --
 -- An attempt with a deadline (an enforced timeout, migration 026) has a
 -- lease that never outlives it; a lease that ended at the deadline, not

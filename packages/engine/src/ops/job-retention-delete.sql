@@ -4,7 +4,8 @@
 -- The window is per queue: queue_config.settings.retention.<status>_days
 -- (a number of days, fractions allowed), else the default for the status
 -- ($2, aligned with $1). Queues are found by a loose index scan over
--- jobs_org_queue_status_idx (one probe per queue), and each (queue, status)
+-- jobs_org_queue_status_idx (one probe per queue; a queue with only
+-- processing jobs, which that index does not hold, has nothing to delete), and each (queue, status)
 -- group is read in that index's created_at order from its oldest row: a job
 -- finished before the cutoff was created before it too, so the scan stops at
 -- the cutoff and rows kept (newer, or kept longer by a per-queue override)
@@ -13,14 +14,14 @@
 -- and completed_at: a job retried (or replayed from the DLQ) while this ran
 -- is not deleted.
 WITH RECURSIVE queues AS (
-  (SELECT organization_id, queue_name FROM spool.jobs ORDER BY organization_id, queue_name LIMIT 1)
+  (SELECT organization_id, queue_name FROM spool.jobs WHERE status <> 'processing' ORDER BY organization_id, queue_name LIMIT 1)
   UNION ALL
   SELECT n.organization_id, n.queue_name
   FROM queues q
   CROSS JOIN LATERAL (
     SELECT j.organization_id, j.queue_name
     FROM spool.jobs j
-    WHERE (j.organization_id, j.queue_name) > (q.organization_id, q.queue_name)
+    WHERE (j.organization_id, j.queue_name) > (q.organization_id, q.queue_name) AND j.status <> 'processing'
     ORDER BY j.organization_id, j.queue_name
     LIMIT 1
   ) n
@@ -42,6 +43,7 @@ victims AS (
     SELECT j.id
     FROM spool.jobs j
     WHERE j.organization_id = c.organization_id AND j.queue_name = c.queue_name AND j.status = c.status
+      AND j.status <> 'processing' -- the index's predicate, spelled out (c.status is not a constant)
       AND j.created_at < c.cutoff
       AND j.completed_at IS NOT NULL AND j.completed_at < c.cutoff
     ORDER BY j.created_at

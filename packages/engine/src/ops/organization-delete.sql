@@ -6,7 +6,8 @@
 DELETE FROM spool.organizations o
 WHERE o.id = $1
   AND ($2::boolean OR (
-        NOT EXISTS (SELECT 1 FROM spool.jobs j WHERE j.organization_id = $1 AND j.status IN ('pending', 'scheduled', 'processing'))
+        NOT EXISTS (SELECT 1 FROM spool.jobs j WHERE j.organization_id = $1 AND j.status IN ('pending', 'scheduled') AND j.status <> 'processing')
+    AND NOT EXISTS (SELECT 1 FROM spool.jobs j WHERE j.organization_id = $1 AND j.status = 'processing')
     AND NOT EXISTS (SELECT 1 FROM spool.workers w WHERE w.organization_id = $1 AND w.status <> 'offline')
     AND NOT EXISTS (SELECT 1 FROM spool.schedules s WHERE s.organization_id = $1 AND s.is_active)))
 RETURNING o.id;

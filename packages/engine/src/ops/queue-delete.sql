@@ -4,7 +4,10 @@
 WITH busy AS (
   SELECT EXISTS (
     SELECT 1 FROM spool.jobs
-    WHERE organization_id = $1 AND queue_name = $2 AND status IN ('pending', 'processing')
+    WHERE organization_id = $1 AND queue_name = $2 AND status = 'pending' AND status <> 'processing'
+  ) OR EXISTS (
+    SELECT 1 FROM spool.jobs
+    WHERE organization_id = $1 AND queue_name = $2 AND status = 'processing'
   ) AS busy
 ),
 deleted AS (

@@ -13,5 +13,7 @@ SELECT md5('queue_config/' || $1::text || '/' || $2::text)::uuid, $1::uuid, $2::
        true, NULL::timestamptz, NULL::text, 1000, 60000, 500,
        NULL::int, NULL::int, NULL::int, NULL::text, NULL::jsonb, '{}'::jsonb, now(), now(), false, false
 WHERE NOT EXISTS (SELECT 1 FROM spool.queue_config WHERE organization_id = $1 AND queue_name = $2)
-  -- served by jobs_org_queue_status_idx: one index probe
-  AND EXISTS (SELECT 1 FROM spool.jobs WHERE organization_id = $1 AND queue_name = $2);
+  -- one probe of jobs_org_queue_status_idx, and of jobs_processing_idx for
+  -- the processing jobs it does not hold (migration 043)
+  AND (EXISTS (SELECT 1 FROM spool.jobs WHERE organization_id = $1 AND queue_name = $2 AND status <> 'processing')
+       OR EXISTS (SELECT 1 FROM spool.jobs WHERE organization_id = $1 AND queue_name = $2 AND status = 'processing'));

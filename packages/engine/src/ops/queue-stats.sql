@@ -10,10 +10,12 @@
 WITH active AS (
   SELECT count(*) FILTER (WHERE status = 'pending')::int AS pending,
          count(*) FILTER (WHERE status = 'scheduled')::int AS scheduled,
-         count(*) FILTER (WHERE status = 'processing')::int AS processing,
+         -- processing jobs are not in the listing indexes (migration 043)
+         (SELECT count(*) FROM spool.jobs
+          WHERE organization_id = $1 AND queue_name = $2 AND status = 'processing')::int AS processing,
          min(created_at) FILTER (WHERE status = 'pending') AS oldest_pending
   FROM spool.jobs
-  WHERE organization_id = $1 AND queue_name = $2 AND status IN ('pending', 'scheduled', 'processing')
+  WHERE organization_id = $1 AND queue_name = $2 AND status IN ('pending', 'scheduled') AND status <> 'processing'
 ),
 recent AS (
   SELECT coalesce(sum(completed), 0)::int AS completed,

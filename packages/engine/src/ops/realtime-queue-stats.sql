@@ -3,9 +3,9 @@
 -- read the queue's unfinished jobs; completed and failed are the last 24
 -- hours of its activity history (migration 023: jobs completed, and jobs
 -- that failed for good), so the cost does not follow the jobs kept.
-SELECT (SELECT count(*) FILTER (WHERE status IN ('pending', 'scheduled'))::int
+SELECT (SELECT count(*)::int
         FROM spool.jobs
-        WHERE organization_id = $1 AND queue_name = $2 AND status IN ('pending', 'scheduled', 'processing')) AS pending,
+        WHERE organization_id = $1 AND queue_name = $2 AND status IN ('pending', 'scheduled') AND status <> 'processing') AS pending,
        (SELECT count(*)::int
         FROM spool.jobs
         WHERE organization_id = $1 AND queue_name = $2 AND status = 'processing') AS processing,

@@ -7,6 +7,8 @@ import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import pg from 'pg';
 import {
+  dlqReplayBatch,
+  dlqReplayCreate,
   jobCancelMany,
   jobClaim,
   jobCompleteMany,
@@ -213,6 +215,27 @@ describe('continue', () => {
     await claim('continue-retry-a');
     await complete(a);
     assert.deepEqual(await claim('continue-retry-b'), [b]);
+  });
+
+  it('counts the edge again when a DLQ replay moves the parent, as a retry does', async () => {
+    const a = (await jobInsertMany(t.pool, [{ organizationId: org, queueName: 'continue-replay-a', payload: {} }]))[0]!.id;
+    const x = (await jobInsertMany(t.pool, [{ organizationId: org, queueName: 'continue-replay-x', payload: {} }]))[0]!.id;
+    const b = (await jobInsertMany(t.pool, [{ organizationId: org, queueName: 'continue-replay-b', payload: {} }]))[0]!.id;
+    await jobDependenciesAddTx(t.pool, { organizationId: org, jobId: b, dependsOn: [a], onParentFailure: 'continue' });
+    await jobDependenciesAddTx(t.pool, { organizationId: org, jobId: b, dependsOn: [x] });
+    await claim('continue-replay-a');
+    await deadLetter(a);
+    assert.equal((await state(b)).dependencies_remaining, 1, 'A counts as satisfied, X does not');
+    const replay = (await dlqReplayCreate(t.pool, { organizationId: org, queueName: 'continue-replay-a', actor: 'test' }))!;
+    const done = await dlqReplayBatch(t.pool, { organizationId: org, id: replay.id, batchSize: replay.batch_size });
+    assert.equal(done?.moved, 1);
+    assert.deepEqual(await state(b), { status: 'pending', dependencies_met: false, dependencies_remaining: 2, last_error: null }, 'A waits again');
+    await claim('continue-replay-x');
+    await complete(x);
+    assert.equal((await state(b)).dependencies_met, false, 'still waits for the replayed A');
+    await claim('continue-replay-a');
+    await complete(a);
+    assert.deepEqual(await claim('continue-replay-b'), [b]);
   });
 });
 

@@ -1,7 +1,8 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import {
-  LeaseReaper, jobCancelMany, jobClaim, jobCompleteMany, jobFailMany, jobHeartbeat, jobRescueExpired, queueConfigUpsert,
+  LeaseReaper, jobCancelMany, jobClaim, jobCompleteMany, jobFailMany, jobHeartbeat, jobLogAppend, jobProgressSet, jobRescueExpired, jobSnooze,
+  queueConfigUpsert,
   scheduleCreate, scheduleTrigger, scheduleUpdate, workflowCreate, type JobRow,
 } from '@spool/engine';
 import { LIMITS } from '@spool/protocol';
@@ -181,7 +182,7 @@ describe('an enforced timeout', () => {
     assert.equal((await jobRow(t.pool, id)).status, 'pending');
   });
 
-  it('refuses a heartbeat, completion or failure after the deadline even before the reaper ran', async () => {
+  it('refuses a heartbeat, snooze, progress, log, completion or failure after the deadline even before the reaper ran', async () => {
     const queue = 'to-late';
     const id = await insertJob(t.pool, org, queue, { timeoutSeconds: 60, maxRetries: 0 });
     const job = await claimOne(t.pool, org, queue, 'slow-worker');
@@ -194,6 +195,12 @@ describe('an enforced timeout', () => {
     assert.deepEqual(completeNoLease, { id, ok: false, reason: 'timed_out' });
     const [fail] = await jobFailMany(t.pool, org, [{ id, workerId: 'slow-worker', leaseId: job.lease_id, error: 'late' }]);
     assert.deepEqual(fail, { id, ok: false, reason: 'timed_out' });
+    // The other calls of the worker holding the job share the fence (spool.job_fence).
+    const fenced = { organizationId: org, id, workerId: 'slow-worker', leaseId: job.lease_id };
+    assert.deepEqual(await jobSnooze(t.pool, { ...fenced, delaySecs: 5 }), { ok: false, reason: 'timed_out' });
+    assert.deepEqual(await jobProgressSet(t.pool, { ...fenced, percent: 50 }), { ok: false, reason: 'timed_out' });
+    assert.deepEqual(await jobLogAppend(t.pool, { ...fenced, leaseId: null, lines: ['late'] }), { ok: false, reason: 'timed_out' });
+    assert.deepEqual(await jobProgressSet(t.pool, { ...fenced, workerId: 'other-worker' }), { ok: false, reason: 'not_owned' });
     // Another worker's or another lease's call is refused as before.
     const [stranger] = await jobCompleteMany(t.pool, org, [{ id, workerId: 'other-worker', result: 1 }]);
     assert.deepEqual(stranger, { id, ok: false, reason: 'not_owned' });

@@ -41,7 +41,7 @@ taken AS (
   RETURNING i.job_id, i.position
 ),
 target AS (
-  SELECT j.id, j.priority, j.max_retries, j.queue_name
+  SELECT j.id
   FROM spool.jobs j
   CROSS JOIN replay r
   WHERE j.organization_id = $1
@@ -52,86 +52,13 @@ target AS (
   ORDER BY j.id
   FOR UPDATE OF j
 ),
-retried AS (
-  UPDATE spool.jobs j
-  SET status = 'pending', in_backoff = false,
-      retry_count = 0,
-      last_error = NULL,
-      scheduled_at = NULL,
-      completed_at = NULL,
-      result = NULL,
-      assigned_worker_id = NULL,
-      lease_id = NULL,
-      lease_expires_at = NULL,
-      cancel_requested_at = NULL,
-      priority = coalesce(r.edit_priority, j.priority),
-      max_retries = coalesce(r.edit_max_retries, j.max_retries),
-      queue_name = coalesce(r.edit_queue_name, j.queue_name),
-      updated_at = now()
-  FROM target t CROSS JOIN replay r
-  WHERE j.id = t.id
-  RETURNING j.id, j.organization_id, j.queue_name, j.priority, j.max_retries, j.workflow_id, j.dependents_xid,
-            t.priority AS old_priority, t.max_retries AS old_max_retries, t.queue_name AS old_queue_name
-),
--- As in job-retry-many.sql: a replayed job's continue edges (migration 035)
--- counted as satisfied while it was dead-lettered; its still blocked
--- dependents wait for it again (only for stamped jobs, migration 024).
-rewaiting AS (
-  SELECT d.job_id, count(*)::int AS n
-  FROM retried x
-  JOIN spool.job_dependencies d
-    ON d.organization_id = x.organization_id AND d.depends_on_job_id = x.id AND d.on_parent_failure <> 'block'
-  WHERE x.dependents_xid IS NOT NULL AND d.on_parent_failure = 'continue'
-  GROUP BY d.job_id
-),
-reblocked AS (
-  UPDATE spool.jobs j
-  SET dependencies_remaining = coalesce(j.dependencies_remaining, 0) + e.n, updated_at = now()
-  FROM rewaiting e
-  WHERE j.id = e.job_id AND j.organization_id = $1
-    AND j.status IN ('pending', 'scheduled') AND j.dependencies_met = false
-),
-unlisted AS (
-  DELETE FROM spool.dead_letter_queue d USING retried x WHERE d.job_id = x.id
-),
-edited AS (
-  SELECT x.*,
-         array_remove(ARRAY[
-           CASE WHEN x.priority <> x.old_priority THEN 'priority' END,
-           CASE WHEN x.queue_name <> x.old_queue_name THEN 'queue_name' END,
-           CASE WHEN x.max_retries <> x.old_max_retries THEN 'max_retries' END
-         ], NULL) AS fields
-  FROM retried x
-),
-history AS (
-  INSERT INTO spool.job_history (organization_id, job_id, queue_name, event, from_status, to_status, actor, details)
-  SELECT e.organization_id, e.id, e.queue_name, 'retry', 'deadletter', 'pending', r.created_by,
-         jsonb_build_object('replay_id', r.id)
-         || CASE WHEN cardinality(e.fields) = 0 THEN '{}'::jsonb ELSE jsonb_build_object(
-              'fields', to_jsonb(e.fields),
-              'from', jsonb_strip_nulls(jsonb_build_object(
-                'priority', CASE WHEN 'priority' = ANY (e.fields) THEN e.old_priority END,
-                'queue_name', CASE WHEN 'queue_name' = ANY (e.fields) THEN e.old_queue_name END,
-                'max_retries', CASE WHEN 'max_retries' = ANY (e.fields) THEN e.old_max_retries END)),
-              'to', jsonb_strip_nulls(jsonb_build_object(
-                'priority', CASE WHEN 'priority' = ANY (e.fields) THEN e.priority END,
-                'queue_name', CASE WHEN 'queue_name' = ANY (e.fields) THEN e.queue_name END,
-                'max_retries', CASE WHEN 'max_retries' = ANY (e.fields) THEN e.max_retries END))) END
-  FROM edited e CROSS JOIN replay r
-),
--- A replayed workflow job no longer counts as failed (as in job-retry-many.sql).
-workflow_delta AS (
-  SELECT workflow_id, count(*)::int AS failed
-  FROM retried
-  WHERE workflow_id IS NOT NULL
-  GROUP BY workflow_id
-),
-workflow AS (
-  UPDATE spool.workflows w
-  SET failed_jobs = greatest(w.failed_jobs - d.failed, 0),
-      updated_at = now()
-  FROM workflow_delta d
-  WHERE w.organization_id = $1 AND w.id = d.workflow_id
+-- The move, as job-retry-many.sql makes it (spool.job_retry, migration 042),
+-- with the replay's edits.
+retried AS MATERIALIZED (
+  SELECT x.*
+  FROM replay r
+  CROSS JOIN LATERAL spool.job_retry($1, ARRAY(SELECT id FROM target), true, r.created_by, jsonb_build_object('replay_id', r.id),
+                                     r.edit_priority, r.edit_max_retries, r.edit_queue_name) x
 ),
 counts AS (
   SELECT (SELECT count(*) FROM taken)::integer AS taken, (SELECT max(position) FROM taken) AS upto,
@@ -158,10 +85,6 @@ progress AS (
   RETURNING p.*
 )
 SELECT p.*, now() AS read_at, (SELECT moved FROM counts) AS moved,
-       -- Replayed jobs that gained dependents in a transaction this snapshot cannot see: recounted after (dlq-replay.ts).
-       (SELECT array_agg(id) FROM retried
-         WHERE dependents_xid IS NOT NULL AND NOT pg_visible_in_snapshot(dependents_xid, pg_current_snapshot())) AS recount_ids,
-       -- Claimers of the queues the jobs went to wake at once.
-       (SELECT pg_notify('spool_jobs', json_build_object('q', array_agg(DISTINCT organization_id::text || ':' || queue_name))::text)
-          FROM retried HAVING count(*) > 0) IS NOT NULL AS notified
+       -- Replayed jobs whose dependents are recounted after (dlq-replay.ts).
+       (SELECT array_agg((job).id) FROM retried WHERE recount) AS recount_ids
 FROM progress p;

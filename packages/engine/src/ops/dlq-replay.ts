@@ -176,7 +176,7 @@ export async function dlqReplayDue(db: Queryable, limit: number): Promise<{ due:
  * a neighbour); else the replay after the batch and how many jobs it moved.
  */
 export async function dlqReplayBatch(db: Queryable, replay: DueReplay): Promise<(DlqReplayRow & { moved: number }) | null> {
-  const rows = await run<DlqReplayRow & { moved: number; notified: boolean; recount_ids: string[] | null }>(db, batch, [replay.organizationId, replay.id, replay.batchSize]);
+  const rows = await run<DlqReplayRow & { moved: number; recount_ids: string[] | null }>(db, batch, [replay.organizationId, replay.id, replay.batchSize]);
   const row = rows[0];
   if (!row) return null;
   const { recount_ids: recount, ...done } = row;

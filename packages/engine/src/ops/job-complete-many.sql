@@ -33,19 +33,16 @@ target AS MATERIALIZED (
   FROM spool.jobs j
   JOIN input i ON i.id = j.id
   WHERE j.organization_id = $1
-    -- "processing", spelled as the lease it implies (jobs_lease_iff_processing):
-    -- spelled as the status, it let the planner read every processing row of
-    -- the organization through jobs_processing_idx and hash-join them, which a
-    -- generic plan made while few jobs were processing kept doing when
-    -- thousands were (each batch then read all of them). The lease keeps the
-    -- lookup to one jobs_pkey probe per item.
-    AND j.lease_id IS NOT NULL
-    AND j.assigned_worker_id = i.worker_id
-    AND (i.lease_id IS NULL OR j.lease_id = i.lease_id)
-    -- An attempt past its deadline (an enforced timeout, migration 026)
-    -- cannot complete: it is failed as timed out. The UPDATE need not check
-    -- again: the deadline belongs to the claim, and it requires that claim's lease.
-    AND (j.deadline_at IS NULL OR j.deadline_at > now())
+    -- Owner, lease and deadline (an attempt past its deadline, migration 026,
+    -- cannot complete: it is failed as timed out). spool.job_fence spells
+    -- "processing" as the lease it implies: spelled as the status, it let the
+    -- planner read every processing row of the organization through
+    -- jobs_processing_idx and hash-join them, which a generic plan made while few
+    -- jobs were processing kept doing when thousands were (each batch then
+    -- read all of them). The lookup stays one jobs_pkey probe per item. The
+    -- UPDATE need not check the deadline again: it belongs to the claim, and
+    -- the UPDATE requires that claim's lease.
+    AND spool.job_fence(j, i.worker_id, i.lease_id) = 'held'
 ),
 done AS (
   UPDATE spool.jobs j

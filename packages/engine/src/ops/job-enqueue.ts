@@ -28,7 +28,9 @@ interface Resolved {
  * Several items of one key in a batch behave as if enqueued one after
  * another: the n-th of each key goes in the n-th round of statements, which
  * sees the rounds before it. A batch has at most LIMITS.bulkJobsMax items,
- * so the rounds are bounded, and a batch of distinct keys takes one.
+ * so the rounds are bounded, and a batch of distinct keys takes one. Items
+ * whose outcome the key's first item decides take no round of their own
+ * (see `followsFirst`).
  */
 export async function jobEnqueue(db: Queryable, jobs: NewJob[]): Promise<InsertedJob[]> {
   if (!jobs.some((job) => job.jobKey)) return jobInsertMany(db, jobs);
@@ -48,16 +50,60 @@ async function enqueueKeyed(client: pg.PoolClient | pg.Client, jobs: NewJob[]): 
     plain.forEach((index, n) => (results[index] = inserted[n]!));
   }
 
+  const byKey = new Map<string, number[]>();
+  for (const index of keyed) {
+    const key = keyOf(jobs[index]!);
+    const items = byKey.get(key);
+    if (items) items.push(index);
+    else byKey.set(key, [index]);
+  }
+  // Each follower resolves to its key's first item's answer.
+  const leaderOf = new Map<number, number>();
+  for (const items of byKey.values()) {
+    if (items.length > 1 && followsFirst(items.map((i) => jobs[i]!))) for (const i of items.slice(1)) leaderOf.set(i, items[0]!);
+  }
+
   const rounds: number[][] = [];
   const seen = new Map<string, number>();
   for (const index of keyed) {
+    if (leaderOf.has(index)) continue;
     const key = keyOf(jobs[index]!);
     const round = seen.get(key) ?? 0;
     seen.set(key, round + 1);
     (rounds[round] ??= []).push(index);
   }
   for (const round of rounds) await enqueueRound(client, jobs, round, results);
+  for (const [index, leader] of leaderOf) {
+    const first = results[leader]!;
+    results[index] = { id: first.id, created: false, status: first.status, keyOutcome: jobs[index]!.jobKey!.mode === 'dedupe' ? 'deduplicated' : 'throttled' };
+  }
   return results;
+}
+
+/**
+ * Whether the items of one key after its first (all of `items` but the
+ * first) would each, enqueued alone right after it, only name the job that
+ * the first left standing: then they need no statements of their own. So it
+ * is when every item is a dedupe, or every item a throttle of the same
+ * window, and none has an idempotency key:
+ *  - the first item leaves the key a job: the one it found (dedupe: waiting
+ *    or running; throttle: created within the window), or the one it
+ *    created (created now, so within any window), never refused for an
+ *    idempotency key it does not have;
+ *  - the next finds that job the same way (the key's lock is held, so no
+ *    other enqueue of it comes between, and now() is the transaction's),
+ *    and a dedupe or throttle changes nothing: it answers that job, not
+ *    created, with its status. So does every one after it.
+ * An idempotency key is checked before the key's policy, so an item with one
+ * may resolve elsewhere (and a first item that does leaves the key without
+ * its job); a debounce or replace changes the job it finds, with a history
+ * row each: those keep one round per item.
+ */
+function followsFirst(items: NewJob[]): boolean {
+  const first = items[0]!.jobKey!;
+  if (first.mode !== 'dedupe' && first.mode !== 'throttle') return false;
+  return items.every((job) => job.idempotencyKey == null && job.jobKey!.mode === first.mode
+    && (first.mode === 'dedupe' || (typeof first.windowSecs === 'number' && first.windowSecs > 0 && job.jobKey!.windowSecs === first.windowSecs)));
 }
 
 async function enqueueRound(client: pg.PoolClient | pg.Client, jobs: NewJob[], round: number[], results: InsertedJob[]): Promise<void> {

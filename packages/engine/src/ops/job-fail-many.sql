@@ -24,14 +24,11 @@ target AS (
   JOIN input i ON i.id = j.id
   LEFT JOIN spool.queue_config qc ON qc.organization_id = j.organization_id AND qc.queue_name = j.queue_name
   WHERE j.organization_id = $1
-    -- "processing", spelled as the lease it implies: one jobs_pkey probe per
-    -- item whatever the statistics (see job-complete-many.sql's target).
-    AND j.lease_id IS NOT NULL
-    AND j.assigned_worker_id = i.worker_id
-    AND (i.lease_id IS NULL OR j.lease_id = i.lease_id)
-    -- An attempt past its deadline (migration 026) has ended as timed out;
-    -- the lease reaper records that failure, not the worker's.
-    AND (j.deadline_at IS NULL OR j.deadline_at > now())
+    -- Owner, lease and deadline: an attempt past its deadline (migration 026)
+    -- has ended as timed out, and the lease reaper records that failure, not
+    -- the worker's. One jobs_pkey probe per item whatever the statistics (see
+    -- job-complete-many.sql's target).
+    AND spool.job_fence(j, i.worker_id, i.lease_id) = 'held'
   FOR UPDATE OF j
 ),
 updated AS (

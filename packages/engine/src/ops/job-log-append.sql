@@ -1,5 +1,5 @@
 -- Appends lines $5 (in order) to the log of a job for the worker that holds
--- it, fenced like job-heartbeat.sql. The log keeps the newest $6 lines within
+-- it, fenced like job-heartbeat.sql (spool.job_fence, migration 042). The log keeps the newest $6 lines within
 -- $7 bytes: in the same statement older lines past the bound are deleted,
 -- and new ones that would not fit (the oldest of a large batch) are never
 -- written. The bound is applied by each append from its snapshot: two
@@ -11,9 +11,7 @@ WITH owner AS (
   FROM spool.jobs j
   WHERE j.organization_id = $1
     AND j.id = $2
-    AND j.status = 'processing'
-    AND j.assigned_worker_id = $3
-    AND ($4::uuid IS NULL OR j.lease_id = $4::uuid)
+    AND spool.job_fence(j, $3::text, $4::uuid) = 'held'
 ),
 candidates AS (
   -- newest first: the new lines from the last, then the stored ones (job_logs_pkey backwards)

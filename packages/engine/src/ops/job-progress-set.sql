@@ -1,17 +1,16 @@
 -- Records the progress of a job for the worker that holds it, fenced like
--- job-heartbeat.sql (the owning worker, and only the presented lease when
--- one is). A field not sent ($8, $9, $10 false) keeps its value; null
--- clears it. The job row is only read, never written. A job.progress event
--- goes to the event log in the same statement (one NOTIFY on spool_events).
+-- job-heartbeat.sql (spool.job_fence, migration 042: the owning worker, only
+-- the presented lease when one is, before the attempt's deadline). A field
+-- not sent ($8, $9, $10 false) keeps its value; null clears it. The job
+-- row is only read, never written. A job.progress event goes to the event
+-- log in the same statement (one NOTIFY on spool_events).
 -- Returns nothing when the caller lost the job.
 WITH owner AS (
   SELECT j.organization_id, j.id, j.queue_name
   FROM spool.jobs j
   WHERE j.organization_id = $1
     AND j.id = $2
-    AND j.status = 'processing'
-    AND j.assigned_worker_id = $3
-    AND ($4::uuid IS NULL OR j.lease_id = $4::uuid)
+    AND spool.job_fence(j, $3::text, $4::uuid) = 'held'
 ),
 saved AS (
   INSERT INTO spool.job_progress AS p (organization_id, job_id, percent, message, metadata, updated_at)

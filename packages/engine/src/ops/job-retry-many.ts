@@ -28,7 +28,7 @@ export async function jobRetryMany(db: Queryable, params: RetryParams): Promise<
   const ids = params.ids == null ? null : params.ids.filter(isUuid);
   if (ids !== null && ids.length === 0) return [];
   const limit = clamp(Math.trunc(params.limit ?? ids?.length ?? LIMITS.claimLimitMax), 1, 10_000);
-  const rows = await run<JobRow & { recount: boolean; notified: boolean }>(db, statement, [params.organizationId, ids, params.queueName ?? null, limit, params.resetRetryCount, params.from, params.queues ?? null, params.actor ?? null]);
+  const rows = await run<JobRow & { recount: boolean }>(db, statement, [params.organizationId, ids, params.queueName ?? null, limit, params.resetRetryCount, params.from, params.queues ?? null, params.actor ?? null]);
   // Rare: a dependency was added to one of these jobs while it was being
   // retried; the statement could not see that edge (see the SQL).
   await jobDependentsRecount(db, params.organizationId, rows.filter((row) => row.recount).map((row) => row.id));

@@ -1,5 +1,6 @@
 -- Puts a job this worker holds back to wait $5 seconds without using an
--- attempt: fenced like complete and fail (owner, lease, deadline). The job
+-- attempt: fenced like complete and fail (spool.job_fence, migration 042:
+-- owner, lease, and the deadline, which a snooze may not dodge). The job
 -- waits as a failed attempt's retry does (pending, in_backoff, scheduled_at),
 -- so the claim index leaves it out and the promoter (job-promote-scheduled.sql)
 -- makes it claimable when the time comes; retry_count stays as it is. A job
@@ -13,12 +14,7 @@ WITH target AS (
   FROM spool.jobs j
   WHERE j.organization_id = $1
     AND j.id = $2
-    AND j.status = 'processing'
-    AND j.assigned_worker_id = $3
-    AND ($4::uuid IS NULL OR j.lease_id = $4::uuid)
-    -- Past its deadline (migration 026) the attempt has ended as timed out:
-    -- the lease reaper records that, and a snooze may not dodge it.
-    AND (j.deadline_at IS NULL OR j.deadline_at > now())
+    AND spool.job_fence(j, $3::text, $4::uuid) = 'held'
   FOR UPDATE OF j
 ),
 updated AS (

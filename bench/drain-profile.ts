@@ -4,10 +4,9 @@
  * as CPU seconds per 1,000 jobs, from /proc before and after one drain.
  * On two shared cores this split, not wall time, says which side to make cheaper.
  */
-import { readdirSync, readFileSync } from 'node:fs';
 import { startScratchPostgres } from '../test-support/scratch-postgres.js';
 import { holdXmin } from './lib/hold-xmin.js';
-import { processCpuSeconds } from './lib/proc-cpu.js';
+import { CPU_ROLES, cpuDuring } from './lib/role-cpu.js';
 import { SpoolSystem } from './systems/spool.js';
 
 const jobs = Number(process.argv[2] ?? 50_000);
@@ -18,50 +17,6 @@ const preloadVia = process.env.PRELOAD === 'engine' ? 'engine' : 'api';
 // callers), SCENARIO=bulk S2 (bulk enqueues in batches of 1,000), SCENARIO=held
 // S7 (the drain while another session keeps a transaction open).
 const scenario = ['enqueue', 'bulk', 'held'].includes(process.env.SCENARIO ?? '') ? process.env.SCENARIO! : 'drain';
-
-/** CPU seconds per process with its role, for the processes alive now. */
-function cpuByPid(): Map<string, { role: string; cpu: number }> {
-  const out = new Map<string, { role: string; cpu: number }>();
-  for (const pid of readdirSync('/proc').filter((d) => /^\d+$/.test(d))) {
-    let cmd: string;
-    let cpu: number;
-    try {
-      cmd = readFileSync(`/proc/${pid}/cmdline`, 'utf8').replaceAll('\0', ' ');
-      cpu = processCpuSeconds(pid);
-    } catch {
-      continue;
-    }
-    const role = Number(pid) === process.pid ? 'harness'
-      : cmd.includes('postgres') && !cmd.includes('node') ? 'postgres'
-      : cmd.includes('packages/server/src/main.ts') ? 'server'
-      : /workers\/spool-[a-z-]*worker\.ts/.test(cmd) ? 'worker'
-      : null;
-    if (role) out.set(pid, { role, cpu });
-  }
-  return out;
-}
-
-/**
- * Samples every 100 ms while `run` runs: worker processes start and exit
- * inside a drain, so a before/after pair would miss them.
- */
-async function cpuDuring<T>(run: () => Promise<T>): Promise<{ result: T; cpu: Map<string, number> }> {
-  const first = cpuByPid();
-  const last = new Map(first);
-  const sample = () => {
-    for (const [pid, v] of cpuByPid()) last.set(pid, v);
-  };
-  const timer = setInterval(sample, 100);
-  try {
-    const result = await run();
-    sample();
-    const cpu = new Map<string, number>();
-    for (const [pid, v] of last) cpu.set(v.role, (cpu.get(v.role) ?? 0) + v.cpu - (first.get(pid)?.cpu ?? 0));
-    return { result, cpu };
-  } finally {
-    clearInterval(timer);
-  }
-}
 
 const scratch = await startScratchPostgres({ prefix: 'spool-drain-profile-', embeddedOnly: true });
 const databaseUrl = await scratch.createDatabase('bench_spool');
@@ -79,7 +34,7 @@ try {
     const { result: rate, cpu: used } = await cpuDuring(() => (drains ? sys.drain(jobs, 1) : scenario === 'bulk' ? sys.enqueueBulk(jobs, 1000) : sys.enqueueSingle(jobs, 8)));
     await holder?.end();
     const wall = (performance.now() - started) / 1000;
-    const parts = ['postgres', 'server', 'worker', 'harness'].map((role) => {
+    const parts = CPU_ROLES.map((role) => {
       const cpu = used.get(role) ?? 0;
       return `${role} ${(cpu / (jobs / 1000)).toFixed(3)} s (${((cpu / wall) * 100).toFixed(0)}%)`;
     });

@@ -253,6 +253,9 @@ export function renderReport(rows: ResultRow[], ctx: ReportContext): string {
   if (existsSync(cost)) out.push(...costSection(JSON.parse(readFileSync(cost, 'utf8')) as CostPhase[]));
   const flow = new URL('../results/flow.md', import.meta.url);
   if (existsSync(flow)) out.push(readFileSync(flow, 'utf8').trim(), '');
+  // Written by hand from bench/ab-drain.ts and bench/rollup-cost.ts runs (their commands are in it), kept across runs.
+  const overhead = new URL('../results/observability.md', import.meta.url);
+  if (existsSync(overhead)) out.push(readFileSync(overhead, 'utf8').trim(), '');
   const scrape = new URL('../results/metrics-scrape.json', import.meta.url);
   if (existsSync(scrape)) {
     const m = JSON.parse(readFileSync(scrape, 'utf8')) as { rows: number; table_size: string; scrape_ms: { p50: number; p95: number; max: number }; refresh_ms: { p50: number; max: number } };

@@ -42,6 +42,7 @@ export class SpoolSystem implements QueueSystem {
   readonly configuration: string;
   readonly #transport: Transport;
   readonly #databaseUrl: string;
+  readonly #serverEnv: Record<string, string>;
   #grpcAddress = '';
   #grpc: GrpcTestClient | null = null;
   #server: ChildProcess | null = null;
@@ -52,8 +53,10 @@ export class SpoolSystem implements QueueSystem {
   #apiKey = '';
   organizationId = '';
 
-  constructor(databaseUrl: string, transport: Transport = 'http') {
+  /** `serverEnv`: more environment variables for the server process (bench/ab-drain.ts compares settings by them). */
+  constructor(databaseUrl: string, transport: Transport = 'http', serverEnv: Record<string, string> = {}) {
     this.#databaseUrl = databaseUrl;
+    this.#serverEnv = serverEnv;
     this.#transport = transport;
     this.name = transport === 'grpc' ? 'spool-grpc' : 'spool';
     this.configuration = transport === 'grpc'
@@ -93,7 +96,7 @@ export class SpoolSystem implements QueueSystem {
     const nodeArgs = process.env.SERVER_NODE_ARGS?.split(' ').filter(Boolean) ?? [];
     this.#server = spawn(process.execPath, [...nodeArgs, '--import', 'tsx', 'packages/server/src/main.ts'], {
       cwd: root,
-      env: { ...process.env, DATABASE_URL: this.#databaseUrl, PORT: String(port), GRPC_PORT: String(grpcPort), HOST: '127.0.0.1', LOG_LEVEL: 'warn', AUTH_CACHE_MS: process.env.AUTH_CACHE_MS ?? '2000', SPOOL_DATA_DIR: this.#dataDir },
+      env: { ...process.env, DATABASE_URL: this.#databaseUrl, PORT: String(port), GRPC_PORT: String(grpcPort), HOST: '127.0.0.1', LOG_LEVEL: 'warn', AUTH_CACHE_MS: process.env.AUTH_CACHE_MS ?? '2000', SPOOL_DATA_DIR: this.#dataDir, ...this.#serverEnv },
       stdio: ['ignore', 'ignore', 'inherit'],
     });
     await until(async () => {

@@ -96,6 +96,14 @@ describe('dashboard lists', { timeout: 180_000 }, () => {
     noYears(hour.labels);
     assert.ok(hour.labels.every((l) => /^\d{1,2}:\d{2}( [AP]M)?$/.test(l)), `times of day: ${hour.labels.join(', ')}`);
     for (const title of ['Wait before start', 'Run time', 'Queue depth', 'Oldest pending job']) await chart(title).waitFor();
+    const yLabels = async (title: string) => {
+      await chart(title).and(page.locator('[data-y-labels]')).waitFor();
+      return (await chart(title).getAttribute('data-y-labels'))!.split('|');
+    };
+    const counts = await yLabels('Jobs per minute');
+    assert.ok(counts.every((l) => /^\d{1,3}(,\d{3})*$/.test(l)), `whole counts: ${counts.join(', ')}`);
+    const durations = await yLabels('Run time');
+    assert.ok(durations.every((l) => /^[\d.]+ (ms|s|min|h)( \d+ (s|min))?$/.test(l)), `durations in plain units: ${durations.join(', ')}`);
     await d.screenshot('overview-history');
 
     const ranges = page.getByRole('group', { name: 'Time range' });
@@ -105,13 +113,17 @@ describe('dashboard lists', { timeout: 180_000 }, () => {
     const week = await axis('Jobs per hour');
     assert.ok(week.span >= 7 * 86_400 && week.span <= 7 * 86_400 + 3600, `the last week spans ${week.span} s`);
     noYears(week.labels);
+    assert.ok(week.labels.every((l) => !l.includes(':') && /[A-Za-z]{3}/.test(l) && /\d/.test(l)), `weekday and date, no times: ${week.labels.join(', ')}`);
     await ranges.getByRole('button', { name: 'Last 24 h' }).click();
     await page.locator('section.activity[data-range="day"][data-loaded="true"]').waitFor();
     await page.waitForFunction(() => {
       const span = Number(document.querySelector<HTMLElement>('figure.chart .chart-canvas')?.dataset.xSpan);
       return span >= 86_400 && span <= 86_460;
     });
-    noYears((await axis('Jobs per minute')).labels);
+    const day = (await axis('Jobs per minute')).labels;
+    noYears(day);
+    const dates = day.filter((l) => !l.includes(':'));
+    assert.ok(dates.length === 1 && /[A-Za-z]{3}/.test(dates[0]!) && day.length >= 4, `times of day, the date at midnight: ${day.join(', ')}`);
     await ranges.getByRole('button', { name: 'Last hour' }).click();
 
     // The queue's own page, from the Queues list; it follows a completion without a reload.

@@ -104,6 +104,12 @@ export interface Config {
   otlpTracesUrl: string | null;
   /** `service.name` of the server's spans (OTEL_SERVICE_NAME). */
   otelServiceName: string;
+  /**
+   * Whether the leader keeps the per-queue activity history (the
+   * queue-stats-rollup service, docs/history.md). Off: the service is not
+   * started, and the timeseries and 24-hour figures answer from what is stored.
+   */
+  statsRollup: boolean;
 }
 
 function int(env: NodeJS.ProcessEnv, name: string, fallback: number, min: number, max: number): number {
@@ -277,6 +283,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     corsOrigins: origins(env, 'CORS_ORIGINS'),
     otlpTracesUrl: otlpTracesUrl(env),
     otelServiceName: env.OTEL_SERVICE_NAME?.trim() || 'spool',
+    statsRollup: oneOf(env, 'STATS_ROLLUP', ['on', 'off'] as const, 'on') === 'on',
     ...httpTimeouts(env),
   };
 }

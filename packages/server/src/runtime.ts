@@ -181,7 +181,8 @@ export async function startSpool(config: Config, options: StartOptions = {}): Pr
       new RevokedTokenPruner(db, { log }),
       new RateLimitPruner(db, { log }),
       new IncomingDeliveryPruner(db, { log }),
-      new QueueStatsRollup(db, { log }),
+      // STATS_ROLLUP=off: for measuring what the history costs (BENCHMARKS.md, Observability overhead).
+      ...(config.statsRollup ? [new QueueStatsRollup(db, { log })] : []),
     ];
     const leader: LeaderElector = new LeaderElector(db, {
       ttlMs: config.leaderTtlMs,

@@ -5,6 +5,8 @@
  */
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
+import { loadConfig } from '@spool/server';
+import { QueueStatsRollup } from '@spool/engine';
 import { startTestServer, type TestServer } from '../../../test-support/server.js';
 import { assertError, claim, enqueue, restrictedKey } from './jobs-helpers.js';
 
@@ -122,5 +124,29 @@ describe('GET /stats/timeseries', () => {
     await bad(`?step=3600&from=${Math.floor(Date.now() / 1000) - 200 * 86_400}`, /at most 2400/);
     const repeated = await server.request('GET', '/api/v1/stats/timeseries?from=1&from=2');
     assert.equal(repeated.status, 400, repeated.text);
+  });
+});
+
+describe('STATS_ROLLUP', () => {
+  it('on by default; anything but on or off stops the start with the variable named', () => {
+    assert.equal(loadConfig({}).statsRollup, true);
+    assert.equal(loadConfig({ STATS_ROLLUP: 'on' }).statsRollup, true);
+    assert.equal(loadConfig({ STATS_ROLLUP: 'off' }).statsRollup, false);
+    assert.throws(() => loadConfig({ STATS_ROLLUP: 'false' }), /^Error: STATS_ROLLUP must be one of on, off \(got "false"\)$/);
+  });
+
+  it('off: no rollup service runs, and the timeseries answers from what is stored', async () => {
+    const off = await startTestServer('stats_rollup_off', { statsRollup: false });
+    try {
+      assert.equal(off.spool.maintenance.some((service) => service instanceof QueueStatsRollup), false);
+      assert.ok(server.spool.maintenance.some((service) => service instanceof QueueStatsRollup), 'while a default server runs it');
+      for (let i = 0; i < 3; i++) await enqueue(off, { queue_name: 'ts-off' });
+      const res = await off.request('GET', '/api/v1/stats/timeseries?queue_name=ts-off');
+      assert.equal(res.status, 200, res.text);
+      assert.equal(totals(res.body.points).enqueued, 3, 'the rows not rolled up still count');
+      await assert.rejects(off.rollUp(), /runs no queue-stats rollup/);
+    } finally {
+      await off.close();
+    }
   });
 });

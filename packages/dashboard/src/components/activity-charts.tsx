@@ -1,14 +1,11 @@
 import type { ComponentChildren, JSX } from 'preact';
 import { useState } from 'preact/hooks';
 import { ACTIVITY_RANGES, activityColumns, loadActivity, type ActivityRange, type ActivityUnavailable } from '../lib/activity';
-import { formatCount, formatDuration } from '../lib/format';
 import { useLiveRefresh, useResource } from '../lib/hooks';
 import { Chart } from './chart';
 import { ErrorState, Loading } from './ui';
 
 const RANGE_KEY = 'spool.activity-range';
-const count = (v: number) => formatCount(Math.round(v));
-const duration = (v: number) => formatDuration(v < 10 ? Math.round(v * 10) / 10 : Math.round(v));
 
 function savedRange(): ActivityRange {
   const saved = sessionStorage.getItem(RANGE_KEY);
@@ -77,30 +74,32 @@ export function ActivityCharts({ queue, fallback, children }: ActivityChartsProp
             range={xRange}
             data={activityColumns(series, ['enqueued', 'completed', 'failed', 'deadlettered'], true)}
             series={[
-              { label: 'enqueued', color: '--c-created', format: count },
-              { label: 'completed', color: '--c-completed', format: count },
-              { label: 'failed', color: '--c-failed', format: count },
-              { label: 'dead-lettered', color: '--c-deadletter', format: count },
+              { label: 'enqueued', color: '--c-created' },
+              { label: 'completed', color: '--c-completed' },
+              { label: 'failed', color: '--c-failed' },
+              { label: 'dead-lettered', color: '--c-deadletter' },
             ]}
           />
           <Chart
             title="Wait before start"
+            durations
             range={xRange}
             data={activityColumns(series, ['wait_p50_ms', 'wait_p95_ms', 'wait_p99_ms'], false)}
             series={[
-              { label: 'p50', color: '--c-pending', format: duration },
-              { label: 'p95', color: '--c-scheduled', format: duration },
-              { label: 'p99', color: '--c-deadletter', format: duration },
+              { label: 'p50', color: '--c-pending' },
+              { label: 'p95', color: '--c-scheduled' },
+              { label: 'p99', color: '--c-deadletter' },
             ]}
           />
           <Chart
             title="Run time"
+            durations
             range={xRange}
             data={activityColumns(series, ['run_p50_ms', 'run_p95_ms', 'run_p99_ms'], false)}
             series={[
-              { label: 'p50', color: '--c-completed', format: duration },
-              { label: 'p95', color: '--c-processing', format: duration },
-              { label: 'p99', color: '--c-failed', format: duration },
+              { label: 'p50', color: '--c-completed' },
+              { label: 'p95', color: '--c-processing' },
+              { label: 'p99', color: '--c-failed' },
             ]}
           />
         </>

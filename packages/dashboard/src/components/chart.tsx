@@ -2,41 +2,14 @@ import type { JSX } from 'preact';
 import { useEffect, useRef } from 'preact/hooks';
 import uPlot from 'uplot';
 import 'uplot/dist/uPlot.min.css';
+import { chartText as text, COUNT_STEPS, DURATION_STEPS_MS, timeSplits } from '../lib/chart-labels';
 
 export interface ChartSeries {
   label: string;
   /** A CSS custom property of the theme (e.g. `--c-completed`); canvas needs the resolved colour. */
   color: string;
-  /** Formats a value for the legend and the axis. */
+  /** Formats a value for the legend and the axis; default: a count (`integer`), a duration (`durations`) or the number. */
   format?: (value: number) => string;
-}
-
-/** Tick steps for counts: whole numbers only. */
-const INTEGER_STEPS = [1, 2, 5, 10, 20, 50, 100, 200, 500, 1e3, 2e3, 5e3, 1e4, 2e4, 5e4, 1e5, 2e5, 5e5, 1e6, 1e7, 1e8];
-const timeOfDay = new Intl.DateTimeFormat(undefined, { hour: '2-digit', minute: '2-digit', second: '2-digit' });
-const hourMinute = new Intl.DateTimeFormat(undefined, { hour: '2-digit', minute: '2-digit' });
-const weekdayTime = new Intl.DateTimeFormat(undefined, { weekday: 'short', hour: '2-digit', minute: '2-digit' });
-const weekdayDay = new Intl.DateTimeFormat(undefined, { weekday: 'short', day: 'numeric', month: 'short' });
-
-/**
- * Time-axis labels in the browser's zone, never with a year: times of day
- * up to a day and a half (a midnight tick names its day once the chart spans
- * more than a few hours), and days for longer spans.
- */
-export function timeAxisLabels(splits: readonly number[], spanSeconds: number): string[] {
-  return splits.map((s) => {
-    const at = new Date(s * 1000);
-    const midnight = at.getHours() === 0 && at.getMinutes() === 0;
-    if (spanSeconds > 36 * 3600) return midnight ? weekdayDay.format(at) : hourMinute.format(at);
-    return midnight && spanSeconds > 6 * 3600 ? weekdayDay.format(at) : hourMinute.format(at);
-  });
-}
-
-/** The legend's time of the point under the cursor: seconds only on short spans, the weekday on long ones. */
-function legendTime(seconds: number, spanSeconds: number): string {
-  const at = new Date(seconds * 1000);
-  if (spanSeconds > 24 * 3600) return weekdayTime.format(at);
-  return spanSeconds > 3 * 3600 ? hourMinute.format(at) : timeOfDay.format(at);
 }
 
 interface ChartProps {
@@ -49,6 +22,8 @@ interface ChartProps {
   stepped?: boolean;
   /** Values are counts: ticks on whole numbers. */
   integer?: boolean;
+  /** Values are durations in milliseconds: ticks on 1 s, 15 s, 1 min, … */
+  durations?: boolean;
   /** The x range in unix seconds (a requested window); default: the data's own, at least five minutes. */
   range?: [number, number];
 }
@@ -95,7 +70,8 @@ function resolveColor(color: string, element: Element): string {
 function options(props: ChartProps, width: number, element: HTMLElement, range: { current: [number, number] | undefined }): uPlot.Options {
   const axisColor = resolveColor('--fg-muted', element);
   const gridColor = resolveColor('--border', element);
-  const format = props.series[0]?.format ?? ((v: number) => String(v));
+  const fallback = props.integer ? text.count : props.durations ? text.duration : (v: number) => String(v);
+  const format = props.series[0]?.format ?? fallback;
   const axis: uPlot.Axis = { stroke: axisColor, grid: { stroke: gridColor, width: 1 }, ticks: { stroke: gridColor, width: 1 } };
   return {
     width,
@@ -110,8 +86,10 @@ function options(props: ChartProps, width: number, element: HTMLElement, range: 
     axes: [
       {
         ...axis,
+        // On the local clock, so that a day's chart has a midnight tick to carry the date (lib/chart-labels.ts).
+        splits: (u, _axis, min, max) => timeSplits(min, max, u.bbox.width > 0 ? u.bbox.width / (devicePixelRatio || 1) : u.width - 60),
         values: (u, splits) => {
-          const labels = timeAxisLabels(splits, (u.scales.x!.max ?? 0) - (u.scales.x!.min ?? 0));
+          const labels = text.timeAxis(splits, (u.scales.x!.max ?? 0) - (u.scales.x!.min ?? 0));
           // What was drawn, for the end-to-end tests.
           element.dataset.xLabels = labels.join('|');
           return labels;
@@ -130,7 +108,7 @@ function options(props: ChartProps, width: number, element: HTMLElement, range: 
           element.dataset.yAxisSize = String(size);
           return size;
         },
-        ...(props.integer ? { incrs: INTEGER_STEPS } : {}),
+        ...(props.integer ? { incrs: COUNT_STEPS } : props.durations ? { incrs: DURATION_STEPS_MS } : {}),
         values: (_u, values) => values.map((v) => format(v)),
       },
     ],
@@ -140,14 +118,14 @@ function options(props: ChartProps, width: number, element: HTMLElement, range: 
       }],
     },
     series: [
-      { label: 'time', value: (u: uPlot, v: number | null) => (v === null ? '' : legendTime(v, (u.scales.x!.max ?? 0) - (u.scales.x!.min ?? 0))) },
+      { label: 'time', value: (u: uPlot, v: number | null) => (v === null ? '' : text.legendTime(v, (u.scales.x!.max ?? 0) - (u.scales.x!.min ?? 0))) },
       ...props.series.map((s) => ({
         label: s.label,
         stroke: resolveColor(s.color, element),
         width: 2,
         // A value between two gaps (one sampled minute) has no line to be part of: draw it as a dot.
         points: props.stepped ? { show: false } : { show: true, size: 6, fill: resolveColor(s.color, element), filter: isolated },
-        value: (_u: uPlot, v: number | null) => (v === null ? '—' : (s.format ?? String)(v)),
+        value: (_u: uPlot, v: number | null) => (v === null ? '—' : (s.format ?? fallback)(v)),
         ...(props.stepped ? { paths: uPlot.paths.stepped!({ align: 1 }), fill: `${resolveColor(s.color, element)}22` } : {}),
       })),
     ],

@@ -11,17 +11,18 @@ export function formatPercent(value: number | null): string {
   return value === null ? '—' : `${decimal.format(value * 100)} %`;
 }
 
-/** 950 ms, 12.3 s, 4 min 10 s, 3 h 5 min, 2 d 4 h */
+/** 950 ms, 12.3 s, 4 min 10 s, 5 min, 3 h 5 min, 2 d 4 h */
 export function formatDuration(ms: number | null | undefined): string {
   if (ms === null || ms === undefined || !Number.isFinite(ms)) return '—';
   if (ms < 1000) return `${integer.format(ms)} ms`;
   const s = ms / 1000;
   if (s < 60) return `${decimal.format(s)} s`;
+  // Without a zero part: "1 min", not "1 min 0 s" (as the charts write them, lib/chart-labels.ts).
   const m = Math.floor(s / 60);
-  if (m < 60) return `${m} min ${Math.floor(s % 60)} s`;
+  if (m < 60) return Math.floor(s % 60) === 0 ? `${m} min` : `${m} min ${Math.floor(s % 60)} s`;
   const h = Math.floor(m / 60);
-  if (h < 48) return `${h} h ${m % 60} min`;
-  return `${Math.floor(h / 24)} d ${h % 24} h`;
+  if (h < 48) return m % 60 === 0 ? `${h} h` : `${h} h ${m % 60} min`;
+  return h % 24 === 0 ? `${Math.floor(h / 24)} d` : `${Math.floor(h / 24)} d ${h % 24} h`;
 }
 
 export function formatSeconds(seconds: number | null | undefined): string {

@@ -8,8 +8,6 @@ import { useLiveRefresh, useLiveStatus, useResource } from '../lib/hooks';
 import { onOverviewChange, sampleSeries, takeSnapshot, throughputSeries, type QueueRow, type Snapshot } from '../lib/overview-store';
 
 const SAMPLE_MS = 5000;
-const count = (v: number) => formatCount(Math.round(v));
-const seconds = (v: number) => formatSeconds(Math.round(v));
 
 function useSeriesVersion(): number {
   const [version, setVersion] = useState(0);
@@ -53,9 +51,9 @@ function LiveThroughput(): JSX.Element {
       integer
       data={[xs, created, completed, failed]}
       series={[
-        { label: 'enqueued', color: '--c-created', format: count },
-        { label: 'completed', color: '--c-completed', format: count },
-        { label: 'failed', color: '--c-failed', format: count },
+        { label: 'enqueued', color: '--c-created' },
+        { label: 'completed', color: '--c-completed' },
+        { label: 'failed', color: '--c-failed' },
       ]}
     />
   );
@@ -74,12 +72,12 @@ function Charts(): JSX.Element {
         integer
         data={[t, samples.map((s) => s.pending), samples.map((s) => s.processing), samples.map((s) => s.deadletter)]}
         series={[
-          { label: 'pending', color: '--c-pending', format: count },
-          { label: 'processing', color: '--c-processing', format: count },
-          { label: 'dead letters', color: '--c-deadletter', format: count },
+          { label: 'pending', color: '--c-pending' },
+          { label: 'processing', color: '--c-processing' },
+          { label: 'dead letters', color: '--c-deadletter' },
         ]}
       />
-      <Chart title="Oldest pending job" data={[t, samples.map((s) => s.oldestPendingSeconds)]} series={[{ label: 'age', color: '--c-scheduled', format: seconds }]} />
+      <Chart title="Oldest pending job" durations data={[t, samples.map((s) => (s.oldestPendingSeconds === null ? null : Math.round(s.oldestPendingSeconds) * 1000))]} series={[{ label: 'age', color: '--c-scheduled' }]} />
       <p class="muted small chart-note">
         {history
           ? <>Activity is kept by the server (7 days by the minute, 90 days by the hour) and read every few seconds; depth and age are sampled every {SAMPLE_MS / 1000} s while this page is open.</>

@@ -73,3 +73,14 @@ describe('chart labels', () => {
     assert.equal(chartLabels('de-DE').duration(1500), '1,5 s');
   });
 });
+
+describe('counts with their noun', () => {
+  it('says one worker and one retry, and the plural otherwise', async () => {
+    const { formatCountOf } = await import('../src/lib/format.js');
+    assert.equal(formatCountOf(1, 'worker'), '1 worker');
+    assert.equal(formatCountOf(0, 'worker'), '0 workers');
+    assert.equal(formatCountOf(1, 'retry', 'retries'), '1 retry');
+    assert.equal(formatCountOf(3, 'retry', 'retries'), '3 retries');
+    assert.equal(formatCountOf(null, 'worker'), '— workers');
+  });
+});

@@ -7,6 +7,11 @@ export function formatCount(value: number | null | undefined): string {
   return value === null || value === undefined ? '—' : integer.format(value);
 }
 
+/** "1 worker", "3 workers", "1,200 jobs": a count and its noun, singular for one. */
+export function formatCountOf(value: number | null | undefined, singular: string, plural = `${singular}s`): string {
+  return `${formatCount(value)} ${value === 1 ? singular : plural}`;
+}
+
 export function formatPercent(value: number | null): string {
   return value === null ? '—' : `${decimal.format(value * 100)} %`;
 }

@@ -5,7 +5,7 @@ import { notify, notifyError } from '../components/toast';
 import { ErrorState, Facts, JsonBlock, Link, Loading, PageHeader, StatusBadge } from '../components/ui';
 import { WorkerName } from '../components/worker-name';
 import { api, ApiError, errorMessage } from '../lib/api';
-import { formatDuration, formatRelative, formatTime, shortId } from '../lib/format';
+import { formatCountOf, formatDuration, formatRelative, formatTime, shortId } from '../lib/format';
 import { onLiveEvent } from '../lib/events';
 import { useLiveRefresh, useNow, useResource } from '../lib/hooks';
 import type { HistoryEntry, Job, JobExplanation, JobLogLine, JobProgress } from '../lib/types';
@@ -386,7 +386,7 @@ export function JobDetail({ id }: { id: string }): JSX.Element {
             ['Id', <span class="mono">{j.id}</span>],
             ['Queue', <Link href={`/jobs?queue=${encodeURIComponent(j.queue_name)}`}>{j.queue_name}</Link>],
             ['Priority', j.priority],
-            ['Attempts', `${j.retry_count} retries of ${j.max_retries}`],
+            ['Attempts', `${formatCountOf(j.retry_count, 'retry', 'retries')} of ${j.max_retries}`],
             ['Timeout', `${j.timeout_seconds} s`],
             ['Created', formatTime(j.created_at)],
             ['Scheduled', j.scheduled_at ? `${formatTime(j.scheduled_at)} (${formatRelative(j.scheduled_at, now)})` : null],

@@ -2,7 +2,7 @@ import type { JSX } from 'preact';
 import { ActivityCharts } from '../components/activity-charts';
 import { ErrorState, Link, Loading, PageHeader, StatusBadge, Tile } from '../components/ui';
 import { api } from '../lib/api';
-import { formatCount, formatDuration, formatPercent, formatSeconds } from '../lib/format';
+import { formatCount, formatCountOf, formatDuration, formatPercent, formatSeconds } from '../lib/format';
 import { useLiveRefresh, useResource } from '../lib/hooks';
 import type { QueueStats } from '../lib/types';
 
@@ -13,7 +13,7 @@ function Figures({ s }: { s: QueueStats }): JSX.Element {
   return (
     <section class="tiles" aria-label="Signals">
       <Tile label="Depth" value={formatCount(s.pending_jobs)} hint={s.scheduled_jobs === undefined ? 'pending' : `${formatCount(s.scheduled_jobs)} scheduled`} />
-      <Tile label="In flight" value={formatCount(s.processing_jobs)} hint={`${formatCount(s.active_workers)} workers`} />
+      <Tile label="In flight" value={formatCount(s.processing_jobs)} hint={formatCountOf(s.active_workers, 'worker')} />
       <Tile label="Oldest pending" value={formatSeconds(oldest)} hint="age of the oldest waiting job" tone={oldest !== null && oldest > 300 ? (oldest > 3600 ? 'bad' : 'warn') : undefined} />
       <Tile label="Completed 24 h" value={formatCount(s.completed_jobs_24h)} hint={`failure rate ${formatPercent(rate)}`} tone={rate !== null && rate > 0.05 ? 'warn' : undefined} />
       <Tile label="Failed 24 h" value={formatCount(s.failed_jobs_24h)} hint="out of retries" tone={s.failed_jobs_24h > 0 ? 'bad' : 'ok'} />

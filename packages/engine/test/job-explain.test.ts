@@ -11,7 +11,7 @@ function facts(over: Partial<JobExplainFacts> = {}): JobExplainFacts {
     id: '01a00000-0000-7000-8000-000000000001', queue_name: 'q', status: 'pending', priority: 0, created_at: ago(60_000),
     scheduled_at: null, expires_at: null, in_backoff: false, retry_count: 0, max_retries: 3, last_error: null, completed_at: null,
     dependencies_met: null, dependency_mode: null, concurrency_key: null, fairness_key: null, assigned_worker_id: null, lease_expires_at: null,
-    cancel_requested_at: null, claimable: true, configured: false, enabled: true, paused_at: null, pause_reason: null,
+    cancel_requested_at: null, job_key: null, job_key_mode: null, last_event: null, claimable: true, configured: false, enabled: true, paused_at: null, pause_reason: null,
     rate_limit: null, rate_burst: 1, rate_available: null, concurrency_limit: null, concurrency_key_limit: null, fairness: null,
     processing_count: null, key_running: null, dependencies: null, live_workers: 1, ahead: 0, checked_at: NOW,
     ...over,
@@ -22,6 +22,21 @@ const codes = (f: JobExplainFacts) => explain(f).reasons.map((r) => r.code);
 const dep = (job_id: string, status: JobExplainFacts['status'] | null) => ({ job_id, status, queue_name: status === null ? null : 'q' });
 
 describe('explainFacts', () => {
+  it('names a snooze and a debounce, not a retry backoff or a plain schedule', () => {
+    const later = new Date(NOW.getTime() + 30_000);
+    const waiting = { status: 'pending' as const, claimable: false, in_backoff: true, scheduled_at: later };
+    assert.deepEqual(codes(facts({ ...waiting, retry_count: 1, last_error: 'boom', last_event: 'fail_retry' })), ['in_backoff']);
+    const snoozed = explain(facts({ ...waiting, retry_count: 1, last_error: 'boom', last_event: 'snooze' })).reasons;
+    assert.deepEqual(snoozed.map((r) => [r.code, r.until]), [['snoozed', later.toISOString()]]);
+    assert.match(snoozed[0]!.message, /snoozed it \(no attempt used\)/);
+    const scheduled = { status: 'scheduled' as const, claimable: false, scheduled_at: later };
+    assert.deepEqual(codes(facts(scheduled)), ['scheduled']);
+    const debounced = explain(facts({ ...scheduled, job_key: 'doc-7', job_key_mode: 'debounce' })).reasons;
+    assert.deepEqual(debounced.map((r) => [r.code, r.until, r.job_key]), [['debounced', later.toISOString(), 'doc-7']]);
+    assert.match(debounced[0]!.message, /each enqueue with that key before then replaces its payload/);
+    assert.deepEqual(codes(facts({ ...scheduled, job_key: 'doc-7', job_key_mode: 'dedupe' })), ['scheduled'], 'only debounce pushes the time back');
+  });
+
   it('mode any: a dead dependency blocks only when nothing is left to wait for', () => {
     const blocked = { status: 'pending' as const, claimable: false, dependencies_met: false };
     const both = facts({ ...blocked, dependency_mode: 'any', dependencies: { count: 2, items: [dep('a', 'deadletter'), dep('b', 'processing')] } });

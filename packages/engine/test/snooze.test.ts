@@ -70,7 +70,7 @@ describe('snooze', () => {
     assert.equal(last.message, row.scheduled_at!.toISOString(), 'the message is the wake-up time');
 
     const explained = await jobExplain(t.pool, org, id);
-    const reason = explained!.reasons.find((r) => r.code === 'in_backoff');
+    const reason = explained!.reasons.find((r) => r.code === 'snoozed');
     assert.ok(reason, 'explain says it waits');
     assert.match(reason.message, /snoozed/);
   });

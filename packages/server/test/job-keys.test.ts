@@ -82,6 +82,8 @@ describe('job_key: debounce', () => {
     const events = ((await req('GET', `/jobs/${first.body.id}/history`)).body as any[]).map((e) => e.event);
     assert.ok(events.includes('debounce'), `history: ${events}`);
     assert.equal((await jobsOfKey('kb', 'doc-7')).length, 1);
+    const explained = (await req('GET', `/jobs/${first.body.id}/explain`)).body;
+    assert.deepEqual(explained.reasons.filter((r: any) => r.blocking).map((r: any) => [r.code, r.until, r.job_key]), [['debounced', debounced.scheduled_at, 'doc-7']], JSON.stringify(explained));
   });
 
   it('starts a new series when the standing job is already running', async () => {

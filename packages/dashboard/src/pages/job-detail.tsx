@@ -180,7 +180,9 @@ function Reports({ id, running }: { id: string; running: boolean }): JSX.Element
 const REASON_LABELS: Record<string, string> = {
   queue_paused: 'Queue paused',
   scheduled: 'Scheduled',
+  debounced: 'Debounced',
   in_backoff: 'Retry backoff',
+  snoozed: 'Snoozed',
   rate_limited: 'Rate limited',
   concurrency_limit: 'Concurrency limit',
   concurrency_key_full: 'Key at its limit',

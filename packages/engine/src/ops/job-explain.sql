@@ -22,13 +22,16 @@ WITH job AS (
   SELECT j.id, j.queue_name, j.status, j.priority, j.created_at, j.scheduled_at, j.expires_at,
          j.in_backoff, j.retry_count, j.max_retries, j.last_error, j.completed_at,
          j.dependencies_met, j.dependency_mode, j.concurrency_key, j.fairness_key,
-         j.assigned_worker_id, j.lease_expires_at, j.cancel_requested_at
+         j.assigned_worker_id, j.lease_expires_at, j.cancel_requested_at, j.job_key, j.job_key_mode
   FROM spool.jobs j
   WHERE j.organization_id = $1 AND j.id = $2
 ),
 facts AS (
   SELECT job.*,
          EXISTS (SELECT 1 FROM spool.claimable_jobs c WHERE c.organization_id = $1 AND c.id = job.id) AS claimable,
+         -- The job's own latest history event (job_history_job_idx): a wait
+         -- after a snooze looks like a retry's backoff in the job row.
+         (SELECT h.event FROM spool.job_history h WHERE h.organization_id = $1 AND h.job_id = job.id ORDER BY h.id DESC LIMIT 1) AS last_event,
          q.id IS NOT NULL AS configured,
          coalesce(q.enabled, true) AS enabled, q.paused_at, q.pause_reason,
          q.rate_limit,

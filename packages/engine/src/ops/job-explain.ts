@@ -14,6 +14,8 @@ export const EXPLAIN_CODES = [
   'queue_paused',
   'scheduled',
   'in_backoff',
+  'snoozed',
+  'debounced',
   'rate_limited',
   'concurrency_limit',
   'concurrency_key_full',
@@ -83,7 +85,11 @@ export interface JobExplainFacts {
   assigned_worker_id: string | null;
   lease_expires_at: Date | null;
   cancel_requested_at: Date | null;
+  job_key: string | null;
+  job_key_mode: 'dedupe' | 'debounce' | 'throttle' | 'replace' | null;
   claimable: boolean;
+  /** The latest history event of the job's own (null when its rows are batched ones only). */
+  last_event: string | null;
   configured: boolean;
   enabled: boolean;
   paused_at: Date | null;
@@ -206,11 +212,12 @@ export function explainFacts(f: JobExplainFacts, options: { canSee: (queueName: 
       if (f.dependencies_met === false) explainDependencies(f, options.canSee, add);
       if (f.in_backoff || (f.status === 'pending' && f.retry_count > 0 && f.scheduled_at !== null && f.scheduled_at.getTime() > now)) {
         const until = f.scheduled_at!;
-        // No failed attempt yet: only a snooze (POST /jobs/{id}/snooze) waits like this.
-        const snoozed = f.retry_count === 0;
+        // A snooze (POST /jobs/{id}/snooze) waits like a retry's backoff; its history says which it is
+        // (and with no failed attempt yet, nothing else waits like this).
+        const snoozed = f.last_event === 'snooze' || f.retry_count === 0;
         const attempt = `Attempt ${f.retry_count} of ${f.max_retries + 1} failed${f.last_error ? ` (${quoted(f.last_error)})` : ''}`;
         add({
-          code: 'in_backoff', blocking: true, until: iso(until), retry_count: f.retry_count, max_retries: f.max_retries, last_error: f.last_error,
+          code: snoozed ? 'snoozed' : 'in_backoff', blocking: true, until: iso(until), retry_count: f.retry_count, max_retries: f.max_retries, last_error: f.last_error,
           message: snoozed
             ? (until.getTime() > now
               ? `Its worker snoozed it (no attempt used) until ${iso(until)}; it runs again then. Nothing to do.`
@@ -218,6 +225,14 @@ export function explainFacts(f: JobExplainFacts, options: { canSee: (queueName: 
             : until.getTime() > now
               ? `${attempt}; it waits out its retry backoff until ${iso(until)}, then runs again. Nothing to do unless the wait is too long: the queue's backoff_base_ms and backoff_max_ms (PUT ${configPath(queue)}) set it for later failures.`
               : `${attempt}; its retry backoff ended at ${iso(until)} and it becomes claimable within moments.`,
+        });
+      } else if (f.job_key_mode === 'debounce' && (f.status === 'scheduled' || (f.scheduled_at !== null && f.scheduled_at.getTime() > now))) {
+        const until = f.scheduled_at!;
+        add({
+          code: 'debounced', blocking: true, until: iso(until), job_key: f.job_key,
+          message: until.getTime() > now
+            ? `Its job key ${quoted(f.job_key ?? '')} debounces it: it runs at ${iso(until)}, and each enqueue with that key before then replaces its payload and pushes that time back by the key's window_secs (never past max_wait_secs after the first). Nothing to do; to run it now, enqueue without the key or cancel it.`
+            : `Its debounce window with job key ${quoted(f.job_key ?? '')} ended at ${iso(until)}: the scheduler makes it pending within moments.`,
         });
       } else if (f.status === 'scheduled' || (f.scheduled_at !== null && f.scheduled_at.getTime() > now)) {
         const until = f.scheduled_at!;

@@ -270,7 +270,7 @@ export interface AddDependenciesResult {
 
 /** Spool extension: a reason code of `jobs.explain` (docs/jobs-api.md, "Explain"). */
 export type JobExplainCode =
-  | 'queue_paused' | 'scheduled' | 'in_backoff' | 'rate_limited' | 'concurrency_limit' | 'concurrency_key_full'
+  | 'queue_paused' | 'scheduled' | 'debounced' | 'in_backoff' | 'snoozed' | 'rate_limited' | 'concurrency_limit' | 'concurrency_key_full'
   | 'dependencies_pending' | 'blocked_by_failed_dependency' | 'expired' | 'no_live_workers' | 'leased' | 'queued_behind'
   | 'finished' | 'dead_lettered' | 'failed' | 'cancelled' | 'not_claimable';
 

@@ -1,7 +1,7 @@
 /**
  * A bulk enqueue of many items of one job_key answers and leaves the same as
- * the same items enqueued one at a time (job-enqueue.ts): per mode, 1,000
- * items of one key, and 200 when a job already stands for the key.
+ * the same items enqueued one at a time (job-enqueue.ts): per mode, 300
+ * items of one key, and 100 when a job already stands for the key.
  * Dedupe and throttle items after the first take no statements of their
  * own; debounce and replace keep one round per item.
  */
@@ -20,8 +20,8 @@ before(async () => {
 });
 after(async () => t.drop());
 
-const ITEMS = 1000;
-const ITEMS_AFTER_STANDING = 200;
+const ITEMS = 300;
+const ITEMS_AFTER_STANDING = 100;
 
 const KEYS: Record<JobKey['mode'], JobKey> = {
   dedupe: { key: 'k', mode: 'dedupe' },

@@ -123,7 +123,9 @@ describe('dashboard lists', { timeout: 180_000 }, () => {
     const day = (await axis('Jobs per minute')).labels;
     noYears(day);
     const dates = day.filter((l) => !l.includes(':'));
-    assert.ok(dates.length === 1 && /[A-Za-z]{3}/.test(dates[0]!) && day.length >= 4, `times of day, the date at midnight: ${day.join(', ')}`);
+    // How many ticks fit depends on the labels' width (locale) and the time of day (12 h steps give
+    // two or three in a day), but a day always holds one local midnight: its tick is the date.
+    assert.ok(dates.length === 1 && /[A-Za-z]{3}/.test(dates[0]!) && day.length >= 2, `times of day, the date at midnight: ${day.join(', ')}`);
     await ranges.getByRole('button', { name: 'Last hour' }).click();
 
     // The queue's own page, from the Queues list; it follows a completion without a reload.

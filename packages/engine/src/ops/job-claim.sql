@@ -9,9 +9,14 @@
 -- sequential scan of the whole table (860 ms instead of 4 ms at 2M rows,
 -- docs/claim-explain.md); the array form is always a direct fetch. By tuple
 -- id (migration 044), not by id: the rows are locked by this statement, so
--- the versions it saw are current, and a TID scan reads one heap page per
--- row where a primary-key probe descended the index first (about 2.6 buffer
--- hits per claimed job).
+-- no other transaction changes them before the UPDATE, and a TID scan reads
+-- one heap page per row where a primary-key probe descended the index first
+-- (about 2.6 buffer hits per claimed job). One case differs from the probe:
+-- a row that another transaction changed after this statement's snapshot
+-- and that is still claimable (a priority edit, a replace) is locked in its
+-- newest version, which the TID scan under this snapshot does not see; it is
+-- left pending for the next claim (never claimed twice, never lost), and a
+-- capped claim gives back the room and tokens it did not use.
 --
 -- $7, the claim floor (job-claim.ts): the last job of this queue's previous
 -- full batch, or NULL. The index order (priority DESC, created_at, id) is

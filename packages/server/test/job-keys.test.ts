@@ -60,6 +60,55 @@ describe('job_key: dedupe', () => {
   });
 });
 
+describe('job_key with idempotency_key: a repeat of an answered request is not decided afresh', () => {
+  const finish = async (queue: string, id: string) => {
+    await server.spool.db.query("UPDATE spool.jobs SET status = 'pending', scheduled_at = now() WHERE id = $1 AND status = 'scheduled'", [id]);
+    const [claimed] = await claim(server, { queue_name: queue });
+    assert.equal(claimed?.id, id);
+    assert.equal((await req('POST', `/jobs/${id}/complete`, { worker_id: 'w1', lease_id: claimed.lease_id })).status, 200);
+  };
+
+  for (const [mode, outcome] of [['dedupe', 'deduplicated'], ['debounce', 'debounced'], ['throttle', 'throttled'], ['replace', 'replaced']] as const) {
+    it(`${mode}: the idempotency key names the job it was answered with, also after that job has ended`, async () => {
+      const queue = `kir-${mode}`;
+      const jobKey = mode === 'debounce' || mode === 'throttle' ? { key: 'k', mode, window_secs: 60 } : { key: 'k', mode };
+      const standing = await create({ queue_name: queue, job_key: jobKey, payload: { n: 0 } });
+      assert.equal(standing.body.key_outcome, 'created');
+      const request = { queue_name: queue, job_key: jobKey, idempotency_key: `${queue}-request`, payload: { n: 1 } };
+      const answered = await create(request);
+      assert.deepEqual(answered.body, { id: standing.body.id, created: false, key_outcome: outcome });
+
+      await finish(queue, standing.body.id);
+      // A throttle window that has passed would let the request through, were it decided again.
+      await server.spool.db.query("UPDATE spool.jobs SET created_at = created_at - interval '61 seconds' WHERE id = $1", [standing.body.id]);
+      const repeated = await create(request);
+      assert.equal(repeated.status, 200, repeated.text);
+      assert.deepEqual(repeated.body, { id: standing.body.id, created: false, key_outcome: 'deduplicated' });
+      assert.equal((await jobsOfKey(queue, 'k')).length, 1, 'the repeat created nothing');
+      assert.equal((await create({ ...request, idempotency_key: `${queue}-other` })).body.key_outcome, 'created', 'another request is decided by the key');
+    });
+  }
+
+  it('the answer goes with its job: once the job is deleted, the key is decided afresh', async () => {
+    const queue = 'kir-gone';
+    const jobKey = { key: 'k', mode: 'dedupe' };
+    const standing = await create({ queue_name: queue, job_key: jobKey, max_retries: 0 });
+    const request = { queue_name: queue, job_key: jobKey, idempotency_key: 'kir-gone-request' };
+    assert.equal((await create(request)).body.id, standing.body.id);
+    const [claimed] = await claim(server, { queue_name: queue });
+    await req('POST', `/jobs/${claimed.id}/fail`, { worker_id: 'w1', lease_id: claimed.lease_id, error: 'boom' });
+    assert.equal((await create(request)).body.id, standing.body.id, 'a dead-lettered job still answers');
+    const answers = async () => (await server.spool.db.query<{ n: number }>(
+      "SELECT count(*)::int AS n FROM spool.job_key_answers WHERE idempotency_key = 'kir-gone-request'")).rows[0]!.n;
+    assert.equal(await answers(), 1);
+    assert.deepEqual((await req('POST', '/jobs/dlq/purge', { queue_name: queue, confirm: true })).body, { purged_count: 1 });
+    assert.equal(await answers(), 0, 'the purge deleted the answer with the job');
+    const afresh = await create(request);
+    assert.equal(afresh.status, 201, afresh.text);
+    assert.equal(afresh.body.key_outcome, 'created');
+  });
+});
+
 describe('job_key: debounce', () => {
   it('keeps one waiting job with the latest payload, run window_secs after the latest enqueue, capped by max_wait_secs', async () => {
     const key = { key: 'doc-7', mode: 'debounce', window_secs: 60, max_wait_secs: 90 };
@@ -105,10 +154,16 @@ describe('job_key: debounce', () => {
     assertError(await create({ queue_name: 'kv', job_key: { key: 'a', mode: 'dedupe', window_secs: 5 } }), 400, 'VALIDATION_ERROR', /window_secs applies/);
     assertError(await create({ queue_name: 'kv', job_key: { key: 'a', mode: 'throttle', window_secs: 5, max_wait_secs: 9 } }), 400, 'VALIDATION_ERROR', /max_wait_secs applies/);
     assertError(await create({ queue_name: 'kv', job_key: { key: 'a', mode: 'debounce', window_secs: 50, max_wait_secs: 9 } }), 400, 'VALIDATION_ERROR', /at least window_secs/);
-    assertError(await create({ queue_name: 'kv', job_key: { key: 'a', mode: 'later' } }), 400, 'VALIDATION_ERROR', /mode/);
-    assertError(await create({ queue_name: 'kv', job_key: { key: '', mode: 'dedupe' } }), 400, 'VALIDATION_ERROR', /key/);
-    assertError(await create({ queue_name: 'kv', job_key: { key: 'x'.repeat(256), mode: 'dedupe' } }), 400, 'VALIDATION_ERROR', /key/);
-    assertError(await create({ queue_name: 'kv', job_key: { key: 'a', mode: 'dedupe', extra: 1 } }), 400, 'VALIDATION_ERROR');
+    assertError(await create({ queue_name: 'kv', job_key: { key: 'a', mode: 'later' } }), 400, 'VALIDATION_ERROR', /^job_key\.mode must be one of dedupe, debounce, throttle, replace$/);
+    assertError(await create({ queue_name: 'kv', job_key: { key: 'a' } }), 400, 'VALIDATION_ERROR', /^job_key\.mode is required$/);
+    assertError(await create({ queue_name: 'kv', job_key: { key: '', mode: 'dedupe' } }), 400, 'VALIDATION_ERROR', /^job_key\.key must NOT have fewer than 1 characters$/);
+    assertError(await create({ queue_name: 'kv', job_key: { key: 'x'.repeat(256), mode: 'dedupe' } }), 400, 'VALIDATION_ERROR', /^job_key\.key must NOT have more than 255 characters$/);
+    assertError(await create({ queue_name: 'kv', job_key: { key: 'a', mode: 'dedupe', extra: 1 } }), 400, 'VALIDATION_ERROR', /^job_key\.extra is not allowed here$/);
+    assertError(await create({ queue_name: 'kv', job_key: 'a' }), 400, 'VALIDATION_ERROR', /^job_key must be object$/);
+    assertError(await create({ queue_name: 'kv', job_key: { key: 'a', mode: 'throttle', window_secs: 0 } }), 400, 'VALIDATION_ERROR', /^job_key\.window_secs must be >= 1$/);
+    assertError(await create({ queue_name: 'kv', job_key: { key: 'a', mode: 'throttle', window_secs: 2_592_001 } }), 400, 'VALIDATION_ERROR', /^job_key\.window_secs must be <= 2592000$/);
+    assertError(await create({ queue_name: 'kv', job_key: { key: 'a', mode: 'throttle', window_secs: 1.5 } }), 400, 'VALIDATION_ERROR', /^job_key\.window_secs must be integer$/);
+    assertError(await create({ queue_name: 'kv', job_key: { key: 'a', mode: 'debounce', window_secs: 5, max_wait_secs: 2_592_001 } }), 400, 'VALIDATION_ERROR', /^job_key\.max_wait_secs must be <= 2592000$/);
     assert.equal((await server.spool.db.query("SELECT count(*)::int AS n FROM spool.jobs WHERE queue_name = 'kv'")).rows[0].n, 0, 'nothing was created');
   });
 });
@@ -184,6 +239,7 @@ describe('job_key in bulk', () => {
         { payload: { i: 5 }, job_key: { key: 'c', mode: 'throttle', window_secs: 30 } },
         { payload: { i: 6 }, job_key: { key: 'c', mode: 'throttle', window_secs: 30 } },
         { payload: { i: 7 }, job_key: { key: 'd', mode: 'dedupe', window_secs: 3 } },
+        { payload: { i: 8 }, job_key: { key: 'e', mode: 'sometimes' } },
       ],
     });
     assert.equal(res.status, 200, res.text);
@@ -193,8 +249,9 @@ describe('job_key in bulk', () => {
     assert.equal(s[3].job_id, s[2].job_id);
     assert.equal(s[6].job_id, s[5].job_id);
     assert.deepEqual(s.map((r: any) => r.created), [true, false, true, false, true, true, false]);
-    assert.equal(res.body.failed.length, 1);
+    assert.equal(res.body.failed.length, 2);
     assert.match(res.body.failed[0].error, /jobs\[7\]\.job_key\.window_secs applies/);
+    assert.equal(res.body.failed[1].error, 'jobs[8].job_key.mode must be one of dedupe, debounce, throttle, replace');
     assert.deepEqual((await job(s[2].job_id)).payload, { i: 3 }, 'the later item of a debounced key wins');
   });
 });
@@ -212,6 +269,38 @@ describe('job_key under concurrent enqueues', () => {
       assert.equal(answers.filter((a) => a.body.key_outcome === 'created').length, 1);
       const expected = { dedupe: 'deduplicated', debounce: 'debounced', throttle: 'throttled', replace: 'replaced' }[mode];
       assert.equal(answers.filter((a) => a.body.key_outcome === expected).length, 49);
+    });
+  }
+
+  // Bulk requests do not share a group commit: each is a transaction of its own, so here the keys' locks alone keep them apart.
+  for (const mode of ['dedupe', 'debounce', 'throttle', 'replace'] as const) {
+    it(`${mode}: 50 concurrent bulk requests, two items of each of two keys apiece, leave one job per key that every item names`, async () => {
+      const queue = `kcb-${mode}`;
+      const jobKey = (key: string) => (mode === 'debounce' || mode === 'throttle' ? { key, mode, window_secs: 60 } : { key, mode });
+      const answers = await Promise.all(Array.from({ length: 50 }, (_, n) => req('POST', '/jobs/bulk', {
+        queue_name: queue,
+        jobs: [
+          { payload: { n, i: 0 }, job_key: jobKey('a') },
+          { payload: { n, i: 1 }, job_key: jobKey('b') },
+          { payload: { n, i: 2 }, job_key: jobKey('b') },
+          { payload: { n, i: 3 }, job_key: jobKey('a') },
+        ],
+      })));
+      for (const a of answers) {
+        assert.equal(a.status, 200, a.text);
+        assert.equal(a.body.failed.length, 0, a.text);
+      }
+      const items = answers.flatMap((a) => a.body.succeeded as { index: number; job_id: string; created: boolean; key_outcome: string }[]);
+      assert.equal(items.length, 200);
+      const expected = { dedupe: 'deduplicated', debounce: 'debounced', throttle: 'throttled', replace: 'replaced' }[mode];
+      for (const [key, indexes] of [['a', [0, 3]], ['b', [1, 2]]] as const) {
+        const jobs = await jobsOfKey(queue, key);
+        assert.equal(jobs.length, 1, `${mode}, key ${key}: ${jobs.length} jobs`);
+        const ofKey = items.filter((item) => (indexes as readonly number[]).includes(item.index));
+        assert.deepEqual(new Set(ofKey.map((item) => item.job_id)), new Set([jobs[0]!.id]), `every item of key ${key} names its job`);
+        assert.equal(ofKey.filter((item) => item.key_outcome === 'created' && item.created).length, 1);
+        assert.equal(ofKey.filter((item) => item.key_outcome === expected && !item.created).length, 99);
+      }
     });
   }
 });

@@ -34,7 +34,7 @@ interface Resolved {
  */
 export async function jobEnqueue(db: Queryable, jobs: NewJob[]): Promise<InsertedJob[]> {
   if (!jobs.some((job) => job.jobKey)) return jobInsertMany(db, jobs);
-  return db instanceof pg.Pool ? transaction(db, (client) => enqueueKeyed(client, jobs)) : enqueueKeyed(db, jobs);
+  return db instanceof pg.Pool ? transaction(db, (client) => enqueueKeyed(client, jobs), { retrySerializationFailure: true }) : enqueueKeyed(db, jobs);
 }
 
 const keyOf = (job: NewJob) => `${job.organizationId}\u0000${job.queueName}\u0000${job.jobKey!.key}`;

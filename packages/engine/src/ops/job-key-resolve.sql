@@ -5,7 +5,10 @@
 -- the key that went before, and none can run beside it.
 --
 -- The idempotency key is checked first: a job that has it stands (outcome
--- deduplicated). Otherwise the standing job of the key is
+-- deduplicated), and so does the job an earlier keyed enqueue with that
+-- idempotency key was answered with (spool.job_key_answers, migration 045:
+-- an answer that created nothing is recorded below, so that a repeat of the
+-- request is not decided afresh). Otherwise the standing job of the key is
 --   dedupe, debounce, replace: the key's job that waits or runs, a job that
 --     has not started yet first (jobs_job_key_active_idx);
 --   throttle: the key's newest job created within window_secs, whatever
@@ -35,7 +38,18 @@ WITH input AS (
 idem AS (
   SELECT i.ord, j.id, j.status
   FROM input i
-  JOIN spool.jobs j ON j.organization_id = i.organization_id AND j.idempotency_key = i.idempotency_key
+  CROSS JOIN LATERAL (
+    SELECT j.id, j.status
+    FROM spool.job_idempotency_keys k
+    JOIN spool.jobs j ON j.id = k.job_id AND j.organization_id = k.organization_id
+    WHERE k.organization_id = i.organization_id AND k.idempotency_key = i.idempotency_key
+    UNION ALL
+    SELECT j.id, j.status
+    FROM spool.job_key_answers a
+    JOIN spool.jobs j ON j.id = a.job_id AND j.organization_id = a.organization_id
+    WHERE a.organization_id = i.organization_id AND a.idempotency_key = i.idempotency_key
+    LIMIT 1
+  ) j
   WHERE i.idempotency_key IS NOT NULL
 ),
 standing AS (
@@ -64,7 +78,7 @@ standing AS (
   ) s
 ),
 decided AS (
-  SELECT i.*, coalesce(d.id, s.id) AS standing_id, coalesce(d.status, s.status) AS standing_status,
+  SELECT i.*, coalesce(d.id, s.id) AS standing_id, coalesce(d.status, s.status) AS standing_status, d.id IS NOT NULL AS by_idempotency,
          CASE WHEN d.id IS NOT NULL THEN 'deduplicated'
               WHEN s.id IS NULL THEN 'created'
               WHEN i.mode = 'dedupe' THEN 'deduplicated'
@@ -148,6 +162,17 @@ history AS (
              'scheduled_at', c.scheduled_at)))
   FROM changed c
   JOIN edits p ON p.standing_id = c.id
+),
+-- The item's idempotency key now names the job it was answered with
+-- (above); an item that creates a job gives the key to that job instead.
+answered AS (
+  INSERT INTO spool.job_key_answers (organization_id, idempotency_key, job_id)
+  SELECT d.organization_id, d.idempotency_key, d.standing_id
+  FROM decided d
+  LEFT JOIN changed c ON c.id = d.standing_id
+  WHERE d.idempotency_key IS NOT NULL AND NOT d.by_idempotency
+    AND (d.planned IN ('deduplicated', 'throttled') OR c.id IS NOT NULL)
+  ON CONFLICT (organization_id, idempotency_key) DO NOTHING
 ),
 woken AS (
   SELECT pg_notify('spool_jobs', json_build_object(

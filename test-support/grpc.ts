@@ -101,3 +101,14 @@ export function dateToTimestamp(date: Date): { seconds: string; nanos: number } 
   const ms = date.getTime();
   return { seconds: String(Math.floor(ms / 1000)), nanos: (ms % 1000) * 1e6 };
 }
+
+/** A ProcessJobs session: send one request, read its one response (the stream answers in order). */
+export function processJobsSession(duplex: grpc.ClientDuplexStream<any, any>): (request: Record<string, unknown>) => Promise<any> {
+  const responses: any[] = [];
+  const waiting: ((r: any) => void)[] = [];
+  duplex.on('data', (r) => (waiting.length ? waiting.shift()!(r) : responses.push(r)));
+  return (request) => {
+    duplex.write(request);
+    return new Promise<any>((resolve) => (responses.length ? resolve(responses.shift()) : waiting.push(resolve)));
+  };
+}

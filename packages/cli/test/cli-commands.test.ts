@@ -1,5 +1,5 @@
 /**
- * Issue 19's CLI gaps, against the real server: snake_case `jobs get`, schedules by name and
+ * The CLI's commands, against the real server: snake_case `jobs get`, schedules by name and
  * `schedules delete`, `queues pause` refusing a typo, retrying what is not dead-lettered,
  * JSON errors with --json, workflow / webhook / API-key commands, DLQ replay and purge in batches
  * with progress.

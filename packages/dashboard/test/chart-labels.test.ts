@@ -33,6 +33,11 @@ describe('chart labels', () => {
     assert.deepEqual(narrow, ['12:00', '18:00', 'Thu 3 Dec', '06:00'], 'every 6 hours on a narrow screen, still through midnight');
   });
 
+  it('a day that ends just after midnight: the midnight tick would be cut off, so the first tick says the day', () => {
+    const { labels } = labelled('2026-12-02T00:20:00+01:00', '2026-12-03T00:20:00+01:00', 300);
+    assert.deepEqual(labels, ['Wed 06:00', '12:00', '18:00']);
+  });
+
   it('a day across the end of summer time keeps to the local clock: 03:00 comes once, then 06:00', () => {
     // 25 October 2026, Berlin: 03:00 CEST becomes 02:00 CET; the day has 25 hours.
     const { labels } = labelled('2026-10-24T20:00:00+02:00', '2026-10-25T20:00:00+01:00', 600);

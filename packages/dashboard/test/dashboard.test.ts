@@ -312,7 +312,7 @@ describe('dashboard', { timeout: 180_000 }, () => {
     await page.getByRole('button', { name: 'Open the doctor' }).click();
     const doctor = page.getByTestId('doctor');
     await doctor.locator('tr[data-check="oldest_transaction_age_seconds"]').waitFor();
-    await doctor.locator('tr[data-check="dead_tuples:jobs"]').waitFor();
+    await doctor.locator('tr[data-check="dead_tuples:jobs_live"]').waitFor();
     await d.screenshot('operator');
     d.assertNoConsoleErrors([/status of 401/]);
   });

@@ -69,13 +69,79 @@ export function sqlFile(moduleUrl: string, file: string): Statement {
   return { name: `spool_${basename(file, '.sql').replace(/-/g, '_')}`, text: readFileSync(path, 'utf8') };
 }
 
+/**
+ * Attempts of a statement run on the pool that fails with 40001. A job that
+ * finishes moves from spool.jobs_live to spool.jobs_done (migration 046),
+ * and a statement that meets the row mid-move (a cancel against a
+ * completion, a heartbeat, an edit, a fence) fails with "tuple to be locked
+ * was already moved to another partition due to concurrent update" instead
+ * of re-checking its WHERE on the newest version. Run again it sees the
+ * job finished. A claim meets it too: a job pending in its snapshot that
+ * another claim took and its worker completed before this claim reached
+ * it. A claim walks many rows, and under many claimers of one queue each
+ * new snapshot can meet another such row, so the bound is generous and the
+ * attempts are spread by a short random pause; the bound still keeps a
+ * statement from looping on anything else that raises 40001.
+ */
+const MOVED_ROW_ATTEMPTS = 10;
+
+/** Before attempt `attempt` (2, 3, …): up to 2 ms per attempt so far, at random. */
+function pauseBeforeRetry(attempt: number): Promise<void> {
+  return new Promise((resolve) => setTimeout(resolve, Math.random() * 2 * (attempt - 1)));
+}
+
+function isSerializationFailure(err: unknown): boolean {
+  return typeof err === 'object' && err !== null && (err as { code?: unknown }).code === '40001';
+}
+
+/**
+ * Whether a statement that just failed ran in a transaction of its own: one
+ * on the pool always does; on a client, the connection is idle again ('I')
+ * unless the statement was part of an explicit transaction, which the
+ * failure has aborted ('E') and which only its owner can run again.
+ */
+function ranAlone(db: Queryable): boolean {
+  return db instanceof pg.Pool || db.getTransactionStatus() === 'I';
+}
+
+/**
+ * Runs one statement. A statement that ran alone and failed with 40001 is
+ * run again: it changed nothing, so that is what its caller would do.
+ */
 export async function run<R extends pg.QueryResultRow>(db: Queryable, statement: Statement, values: unknown[]): Promise<R[]> {
-  const result = await db.query<R>({ name: statement.name, text: statement.text, values });
-  return result.rows;
+  const query = { name: statement.name, text: statement.text, values };
+  for (let attempt = 1; ; attempt++) {
+    try {
+      return (await db.query<R>(query)).rows;
+    } catch (err) {
+      if (attempt >= MOVED_ROW_ATTEMPTS || !isSerializationFailure(err) || !ranAlone(db)) throw err;
+    }
+    await pauseBeforeRetry(attempt + 1);
+  }
+}
+
+export interface TransactionOptions {
+  /**
+   * Runs the whole transaction again (at most MOVED_ROW_ATTEMPTS times in
+   * all) when it fails with 40001, as `run` does for a single statement: for
+   * a `fn` whose only effects are its statements, which the rollback undid.
+   */
+  retrySerializationFailure?: boolean;
 }
 
 /** Runs `fn` in a transaction on one pooled connection; rolls back on any throw. */
-export async function transaction<T>(db: Db, fn: (client: pg.PoolClient) => Promise<T>): Promise<T> {
+export async function transaction<T>(db: Db, fn: (client: pg.PoolClient) => Promise<T>, options: TransactionOptions = {}): Promise<T> {
+  for (let attempt = 1; ; attempt++) {
+    try {
+      return await transactionOnce(db, fn);
+    } catch (err) {
+      if (!options.retrySerializationFailure || attempt >= MOVED_ROW_ATTEMPTS || !isSerializationFailure(err)) throw err;
+    }
+    await pauseBeforeRetry(attempt + 1);
+  }
+}
+
+async function transactionOnce<T>(db: Db, fn: (client: pg.PoolClient) => Promise<T>): Promise<T> {
   const client = await db.connect();
   // A checked-out client has no listener of the pool's: a connection that
   // breaks between two statements (PostgreSQL restarting) would emit an

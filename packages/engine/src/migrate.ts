@@ -37,7 +37,16 @@ export interface MigrateResult {
  * second finds nothing left to do. A transaction lock (not a session lock)
  * also works through PgBouncer in transaction mode.
  */
-export async function migrate(db: Db, log: (message: string) => void = () => {}): Promise<MigrateResult> {
+export interface MigrateOptions {
+  /**
+   * Applies only the migrations numbered below this one and leaves out the
+   * SQL functions (they belong to the newest schema): a database as an
+   * older release left it, for the tests of an upgrade.
+   */
+  below?: number;
+}
+
+export async function migrate(db: Db, log: (message: string) => void = () => {}, options: MigrateOptions = {}): Promise<MigrateResult> {
   return transaction(db, async (client) => {
     await client.query('SELECT pg_advisory_xact_lock($1)', [MIGRATION_LOCK_KEY]);
     await client.query('CREATE SCHEMA IF NOT EXISTS spool');
@@ -52,13 +61,14 @@ export async function migrate(db: Db, log: (message: string) => void = () => {})
     let current = Math.max(0, ...seen);
     for (const migration of listMigrations()) {
       if (seen.has(migration.version)) continue;
+      if (options.below !== undefined && migration.version >= options.below) break;
       log(`applying migration ${migration.name}`);
       await client.query(migration.sql);
       await client.query('INSERT INTO spool.schema_migrations (version, name) VALUES ($1, $2)', [migration.version, migration.name]);
       applied.push(migration.name);
       current = Math.max(current, migration.version);
     }
-    await installSqlFunctions(client);
+    if (options.below === undefined) await installSqlFunctions(client);
     return { applied, current };
   });
 }

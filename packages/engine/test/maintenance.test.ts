@@ -66,10 +66,13 @@ describe('retention', () => {
       await job('r-long', 'completed', 8),
       await job('r-bad', 'completed', 6),
     ];
+    // Keyed answers (migration 045) that name a deleted job go with it.
+    await t.pool.query(`INSERT INTO spool.job_key_answers (organization_id, idempotency_key, job_id) VALUES ($1, 'r-gone', $2), ($1, 'r-kept', $3)`, [org, expectGone[0], expectKept[0]]);
     const retention = new JobRetention(t.pool, { batchSize: 1000 });
     await retention.runOnce();
     assert.deepEqual(await remaining(expectGone), new Set());
     assert.deepEqual(await remaining(expectKept), new Set(expectKept));
+    assert.deepEqual((await t.pool.query('SELECT idempotency_key FROM spool.job_key_answers WHERE organization_id = $1', [org])).rows, [{ idempotency_key: 'r-kept' }]);
     assert.deepEqual(await historyOf(expectGone), new Set(), 'history follows its job');
     assert.deepEqual(await historyOf(expectKept), new Set(expectKept), 'history of kept and live jobs stays');
     assert.equal(retention.counters.get('jobs_deleted'), expectGone.length);
@@ -108,8 +111,8 @@ describe('retention', () => {
     assert.deepEqual(await historyOf([gone]), new Set());
   });
 
-  it('deletes in bounded batches and asks to run again at once while batches are full', async () => {
-    const ids = [await job('b-batch', 'completed', 9), await job('b-batch', 'completed', 9), await job('b-batch', 'completed', 9)];
+  it('deletes failed jobs in bounded batches and asks to run again at once while batches are full', async () => {
+    const ids = [await job('b-batch', 'failed', 31), await job('b-batch', 'failed', 31), await job('b-batch', 'failed', 31)];
     const retention = new JobRetention(t.pool, { batchSize: 2, idleMs: 60_000 });
     assert.equal(await retention.runOnce(), 0);
     assert.equal((await remaining(ids)).size, 1);

@@ -32,14 +32,17 @@ describe('jobs and their organization', () => {
     assert.equal(ok!.created, true, 'a batch of one organization, named twice, is fine');
   });
 
-  it('deletes an organization\'s jobs and history with it', async () => {
+  it('deletes an organization\'s jobs, history and keyed answers with it', async () => {
     const org = await createOrganization(t.pool);
     const other = await createOrganization(t.pool);
-    await jobInsertMany(t.pool, [{ organizationId: org, queueName: 'gone', payload: {} }, { organizationId: other, queueName: 'kept', payload: {} }]);
-    await t.pool.query("UPDATE spool.jobs SET status = 'cancelled', completed_at = now() WHERE organization_id = $1", [org]);
+    const [gone, kept] = await jobInsertMany(t.pool, [{ organizationId: org, queueName: 'gone', payload: {} }, { organizationId: other, queueName: 'kept', payload: {} }]);
+    await t.pool.query("UPDATE spool.jobs SET status = 'cancelled', phase = 'done', purge_on = spool.job_purge_on(organization_id, queue_name, 'cancelled'), completed_at = now() WHERE organization_id = $1", [org]);
+    await t.pool.query("INSERT INTO spool.job_key_answers (organization_id, idempotency_key, job_id) VALUES ($1, 'a', $2), ($3, 'a', $4)", [org, gone!.id, other, kept!.id]);
     assert.deepEqual(await organizationDelete(t.pool, org), { deleted: true, blockers: null });
     assert.equal(await count('SELECT count(*)::int AS n FROM spool.jobs WHERE organization_id = $1', [org]), 0);
     assert.equal(await count('SELECT count(*)::int AS n FROM spool.job_history WHERE organization_id = $1', [org]), 0);
+    assert.equal(await count('SELECT count(*)::int AS n FROM spool.job_key_answers WHERE organization_id = $1', [org]), 0);
+    assert.equal(await count('SELECT count(*)::int AS n FROM spool.job_key_answers WHERE organization_id = $1', [other]), 1);
     assert.equal(await count('SELECT count(*)::int AS n FROM spool.jobs WHERE organization_id = $1', [other]), 1, 'another organization keeps its job');
   });
 

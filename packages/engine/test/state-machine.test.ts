@@ -25,14 +25,17 @@ const allowed = new Set(JOB_MOVES.map((m) => key(m.from, m.to)));
 const REFUSED = 'SP001';
 
 // The columns the other CHECKs of spool.jobs tie to a status: a lease exactly
-// while processing, completed_at exactly when finished, scheduled_at when scheduled.
+// while processing, completed_at exactly when finished, scheduled_at when
+// scheduled; and the partition (migration 046): a finished job is done.
 const COLUMNS = `
   assigned_worker_id = CASE WHEN $2::text = 'processing' THEN 'w' END,
   lease_id = CASE WHEN $2::text = 'processing' THEN gen_random_uuid() END,
   lease_expires_at = CASE WHEN $2::text = 'processing' THEN now() + interval '1 hour' END,
   completed_at = CASE WHEN $2::text IN ('completed', 'failed', 'deadletter', 'cancelled') THEN now() END,
   scheduled_at = CASE WHEN $2::text = 'scheduled' THEN now() + interval '1 hour' END,
-  in_backoff = false`;
+  in_backoff = false,
+  phase = CASE WHEN $2::text IN ('completed', 'cancelled') THEN 'done' ELSE 'live' END,
+  purge_on = CASE WHEN $2::text IN ('completed', 'cancelled') THEN spool.job_purge_on(organization_id, queue_name, $2::text) ELSE 'infinity' END`;
 const MOVE = `UPDATE spool.jobs SET status = $2::text, ${COLUMNS} WHERE id = $1 RETURNING status`;
 const INSERT = `
   INSERT INTO spool.jobs (organization_id, queue_name, status, payload, assigned_worker_id, lease_id, lease_expires_at, completed_at, scheduled_at)
@@ -125,10 +128,30 @@ describe('the job state machine', () => {
     const pending = await jobIn('pending');
     const completed = await jobIn('completed');
     await assert.rejects(
-      t.pool.query("UPDATE spool.jobs SET status = 'cancelled', completed_at = now() WHERE id = ANY($1::uuid[])", [[pending, completed]]),
+      t.pool.query("UPDATE spool.jobs SET status = 'cancelled', phase = 'done', purge_on = spool.job_purge_on(organization_id, queue_name, 'cancelled'), completed_at = now() WHERE id = ANY($1::uuid[])", [[pending, completed]]),
       (err: { code?: string }) => err.code === REFUSED,
     );
     assert.equal(await statusOf(pending), 'pending', 'the allowed row of the statement did not move either');
+  });
+
+  it('refuses a finishing move that leaves the job in the live partition', async () => {
+    const id = await jobIn('processing');
+    await assert.rejects(
+      t.pool.query("UPDATE spool.jobs SET status = 'completed', completed_at = now(), lease_id = NULL, lease_expires_at = NULL, assigned_worker_id = NULL WHERE id = $1", [id]),
+      (err: { code?: string; message?: string }) => err.code === REFUSED && /stayed in spool\.jobs_live/.test(err.message ?? ''),
+    );
+    assert.equal(await statusOf(id), 'processing');
+  });
+
+  it('refuses a finished job that is moved back to the live partition, with or without a status change', async () => {
+    const id = await jobIn('completed');
+    await assert.rejects(t.pool.query("UPDATE spool.jobs SET phase = 'live' WHERE id = $1", [id]), (err: { code?: string }) => err.code === REFUSED);
+    await assert.rejects(
+      t.pool.query("UPDATE spool.jobs SET phase = 'live', status = 'pending', completed_at = NULL WHERE id = $1", [id]),
+      (err: { code?: string }) => err.code === REFUSED,
+    );
+    const rows = await t.pool.query<{ status: string; phase: string }>('SELECT status, phase FROM spool.jobs WHERE id = $1', [id]);
+    assert.deepEqual(rows.rows, [{ status: 'completed', phase: 'done' }]);
   });
 
   it('follows spool.job_transitions when its rows change', async () => {

@@ -25,7 +25,6 @@ const KNOWN = new Set([
   'api_keys.api_keys_key_hash_key',
   'dead_letter_queue.dead_letter_queue_pkey',
   'dead_letter_queue.dead_letter_queue_job_key',
-  'dead_letter_queue.dead_letter_queue_job_id_fkey',
   'events.events_pkey',
   'job_history.job_history_pkey',
   'jobs.jobs_pkey',

@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
-import { jobClaim, jobCompleteMany, jobHistory, listMigrations, migrate } from '@spool/engine';
+import { jobClaim, jobCompleteMany, jobHistory, migrate } from '@spool/engine';
 import { createTestDatabase, type TestDatabase } from '../../../test-support/db.js';
 
 /**
@@ -15,17 +15,7 @@ const BEFORE = 21;
 
 before(async () => {
   t = await createTestDatabase('upgrade', { empty: true });
-  const client = await t.pool.connect();
-  try {
-    await client.query('CREATE SCHEMA IF NOT EXISTS spool');
-    await client.query('CREATE TABLE spool.schema_migrations (version integer PRIMARY KEY, name text NOT NULL, applied_at timestamptz NOT NULL DEFAULT now())');
-    for (const migration of listMigrations().filter((m) => m.version < BEFORE)) {
-      await client.query(migration.sql);
-      await client.query('INSERT INTO spool.schema_migrations (version, name) VALUES ($1, $2)', [migration.version, migration.name]);
-    }
-  } finally {
-    client.release();
-  }
+  await migrate(t.pool, undefined, { below: BEFORE });
   org = (await t.pool.query<{ id: string }>(`INSERT INTO spool.organizations (name, slug) VALUES ('Upgrade', 'upgrade') RETURNING id`)).rows[0]!.id;
 });
 after(async () => t.drop());

@@ -22,3 +22,13 @@ export const EVENT_NAMES: Readonly<Record<string, string>> = {
 export function dottedName(type: string): string {
   return EVENT_NAMES[type] ?? type;
 }
+
+/**
+ * Every dotted name a realtime stream can carry (docs/realtime.md): what an `?events=` filter can
+ * match. A name outside it matches nothing, which the filter's answer says.
+ */
+export const REALTIME_EVENT_NAMES: readonly string[] = [
+  ...Object.values(EVENT_NAMES),
+  'job.started', 'job.cancel_requested', 'job.timed_out', 'job.snoozed', 'job.progress', 'job.log',
+  'queue.paused', 'queue.resumed', 'schedule.triggered',
+];

@@ -124,6 +124,26 @@ test('a job written in a rolled-back transaction is never forwarded; a committed
   assert.equal((await outboxRows())[0]!.spool_job_id, jobs[0]!.id);
 });
 
+test('a row whose job key was answered with a standing job takes effect once when sent again after a lost mark, also after that job has ended', async () => {
+  const jobKey = { key: 'report:7', mode: 'dedupe' } as const;
+  const standing = await spool.jobs.create({ queueName: 'ob-keyed', payload: { first: true }, jobKey });
+  await inTransaction((db) => enqueueToOutbox(db, { queueName: 'ob-keyed', payload: { second: true }, jobKey }));
+  const first = await relay().drain();
+  assert.deepEqual({ forwarded: first.forwarded, created: first.created, existing: first.existing }, { forwarded: 1, created: 0, existing: 1 });
+  assert.equal((await outboxRows())[0]!.spool_job_id, standing.id);
+
+  // The standing job runs and ends; then the row goes again, as after a relay killed before its mark committed.
+  const claimed = await server.request('POST', '/api/v1/jobs/claim', { body: { queue_name: 'ob-keyed', worker_id: 'w' } });
+  const [job] = claimed.body.jobs;
+  assert.equal(job.id, standing.id);
+  assert.equal((await server.request('POST', `/api/v1/jobs/${job.id}/complete`, { body: { worker_id: 'w', lease_id: job.lease_id } })).status, 200);
+  await app.pool.query('UPDATE spool_outbox SET forwarded_at = NULL, spool_job_id = NULL');
+  const again = await relay().drain();
+  assert.deepEqual({ forwarded: again.forwarded, created: again.created, existing: again.existing }, { forwarded: 1, created: 0, existing: 1 });
+  assert.deepEqual((await jobsOn('ob-keyed')).map((j) => j.id), [standing.id], 'the row was answered with the same job, and made none');
+  assert.equal((await outboxRows())[0]!.spool_job_id, standing.id);
+});
+
 test('every create field reaches Spool (bulk and single requests); the job\'s own idempotency key is kept', async () => {
   const scheduledAt = new Date(Date.now() + 3_600_000);
   const traceparent = '00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01';

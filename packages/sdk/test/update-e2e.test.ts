@@ -1,4 +1,4 @@
-/** client.jobs.update() against the real server, and the fake's answer for the same edits. */
+/** client.jobs.update(), setPriority() and history() against the real server, and the fake's answer for the same edits. */
 import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
 import { startTestServer, type TestServer } from '../../../test-support/server.js';
@@ -23,6 +23,22 @@ test('edits a job in camelCase, payload keys untouched; a processing job is a Co
   assert.equal((await client.jobs.update(id, { scheduledAt: null })).status, 'pending');
 
   await assert.rejects(client.jobs.update(id, {}), ValidationError);
+  assert.deepEqual(await client.jobs.setPriority(id, 9), { jobId: id, oldPriority: 5, newPriority: 9 });
+
+  // The history names who changed what, in camelCase; details keep the wire's field names.
+  const keyId = (await server.spool.db.query<{ id: string }>('SELECT id::text FROM spool.api_keys WHERE organization_id = $1', [server.organizationId])).rows[0]!.id;
+  const history = await client.jobs.history(id);
+  assert.deepEqual(history.map((h) => h.event), ['create', 'edit', 'edit', 'edit']);
+  const [, first, , priority] = history;
+  assert.equal(first!.actor, `api_key:${keyId}`);
+  assert.deepEqual([first!.fromStatus, first!.toStatus], ['pending', 'scheduled']);
+  assert.deepEqual((first!.details as { fields: string[] }).fields.sort(), ['max_retries', 'payload', 'priority', 'queue_name', 'scheduled_at']);
+  assert.deepEqual((first!.details as { from: Record<string, unknown> }).from.queue_name, 'sdk-update');
+  assert.equal(priority!.actor, `api_key:${keyId}`);
+  assert.deepEqual(priority!.details, { fields: ['priority'], from: { priority: 5 }, to: { priority: 9 } });
+  assert.equal(history[0]!.actor, null);
+  assert.deepEqual((await client.jobs.history(id, { limit: 1 })).map((h) => h.event), ['create']);
+
   const [claimed] = await client.jobs.claim({ queueName: 'sdk-update-2', workerId: 'w' });
   assert.equal(claimed?.id, id);
   await assert.rejects(client.jobs.update(id, { priority: 1 }), ConflictError);

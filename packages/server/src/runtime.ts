@@ -123,6 +123,13 @@ async function warnUnusedWebhookSecrets(db: Db, config: Config, logger: Logger):
   logger.warn({ variables: set }, `${set.join(' and ')} ${set.length > 1 ? 'are' : 'is'} ignored while several organizations exist: each organization sets its own signing secret (PUT /api/v1/organizations/webhook-secrets/{github|stripe}, or the dashboard's Settings)`);
 }
 
+/** A listener whose port is taken, said as what to do about it (grpc-js buries the cause in its message). */
+function portTaken(err: unknown, what: string, host: string, port: number, variable: string): unknown {
+  const message = err instanceof Error ? err.message : String(err);
+  if ((err as { code?: string }).code !== 'EADDRINUSE' && !message.includes('EADDRINUSE')) return err;
+  return Object.assign(new Error(`the ${what} port ${port} on ${host} is taken (another Spool, or another program): stop it, or set ${variable} to a free port (0 picks one)`), { code: 'EADDRINUSE' });
+}
+
 /**
  * The composition root: database (embedded or external), migrations,
  * notifier, maintenance services and the HTTP app, started in order and
@@ -150,6 +157,10 @@ export async function startSpool(config: Config, options: StartOptions = {}): Pr
   });
   const services: Service[] = [];
   let tracing: ServerTracing | null = null;
+  let metricsToken: MetricsOperatorToken | null = null;
+  let tokenFile: string | null = null;
+  // Set once the operator token has been printed (or did not need to be).
+  let tokenShown = false;
   try {
     tracing = await startTracing(config, logger, VERSION);
     const migrated = await waitForDatabase(() => migrate(db, (message) => logger.info(message)), {
@@ -213,8 +224,9 @@ export async function startSpool(config: Config, options: StartOptions = {}): Pr
     services.push(metrics);
 
     const tokens = await TokenService.create(db, config.jwtSecret);
-    const metricsToken = await MetricsOperatorToken.create(db, config.metricsToken);
-    const development = await ensureDevelopmentOrganization(db, config);
+    metricsToken = await MetricsOperatorToken.create(db, config.metricsToken);
+    // Kept at once: a start that fails from here on (a port taken) must not lose the only copy of a generated token.
+    tokenFile = embedded && !config.metricsToken ? keepOperatorToken(resolve(config.dataDir, OPERATOR_TOKEN_FILE), metricsToken, logger) : null;
     await warnUnusedWebhookSecrets(db, config, logger);
     const claimWaiters = new ClaimWaiters(notifier);
     const enqueueBatcher = new EnqueueBatcher(db);
@@ -227,18 +239,24 @@ export async function startSpool(config: Config, options: StartOptions = {}): Pr
       tls: config.grpcTlsCert && config.grpcTlsKey ? { certFile: config.grpcTlsCert, keyFile: config.grpcTlsKey } : null,
     });
     services.push(grpc);
-    await grpc.start();
+    await grpc.start().catch((err: unknown) => {
+      throw portTaken(err, 'gRPC', config.host, config.grpcPort, 'GRPC_PORT');
+    });
     const grpcPort = grpc.port;
     const app = await buildApp(context);
-    const address = await app.listen({ host: config.host, port: config.port });
+    const address = await app.listen({ host: config.host, port: config.port }).catch((err: unknown) => {
+      throw portTaken(err, 'HTTP', config.host, config.port, 'PORT');
+    });
     const url = address.replace('0.0.0.0', '127.0.0.1').replace('[::]', '127.0.0.1');
     logger.info({ url, grpcPort, grpcTls: config.grpcTlsCert !== null }, 'Spool is listening');
     const announce = options.announce ?? ((message: string) => process.stdout.write(`${message}\n`));
     const shownUrl = url.replace('127.0.0.1', 'localhost');
     const admin = adminCredential(config, metricsToken);
-    const tokenFile = embedded && !config.metricsToken ? keepOperatorToken(resolve(config.dataDir, OPERATOR_TOKEN_FILE), metricsToken, logger) : null;
+    // Only once the server listens: a key created by a start that then fails would never be shown.
+    const development = await ensureDevelopmentOrganization(db, config);
     if (development) announce(firstStartMessage(shownUrl, development.apiKey, DEVELOPMENT_PLAN));
     if (metricsToken.generated) announce(metricsTokenMessage(shownUrl, { generated: metricsToken.generated, file: tokenFile, admitsAdmin: admin.source === 'operator token' }));
+    tokenShown = true;
     if (!development) {
       announce(keyHintMessage({
         url: shownUrl,
@@ -286,6 +304,7 @@ export async function startSpool(config: Config, options: StartOptions = {}): Pr
   } catch (err) {
     shuttingDown = true;
     for (const service of [...services].reverse()) await Promise.resolve(service.stop()).catch(() => {});
+    if (!tokenShown && !tokenFile) await metricsToken?.forgetUnshown(db).catch(() => {});
     await tracing?.shutdown().catch(() => {});
     await db.end().catch(() => {});
     if (embedded) await embedded.stop();

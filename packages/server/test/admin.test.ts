@@ -129,7 +129,14 @@ describe('admin organizations', () => {
     const clamped = await admin('GET', '/organizations?limit=5000');
     assert.equal(clamped.body.limit, 100, 'out-of-range limit is clamped');
     assert.equal((await admin('GET', '/organizations?limit=0')).body.limit, 1);
-    assert.equal((await admin('GET', '/organizations?sort_by=drop_table')).status, 200, 'unknown sort columns fall back to created_at');
+    const unknownSort = await admin('GET', '/organizations?sort_by=drop_table&sort_order=up');
+    assert.equal(unknownSort.status, 200, 'unknown sort columns fall back to created_at');
+    assert.match(unknownSort.headers.get('warning') ?? '', /299 - "sort_by=drop_table ignored \(not one of name, slug, plan_tier, updated_at, created_at\): sorted by created_at", 299 - "sort_order=up ignored .*sorted descending"/);
+    // An unknown plan filter is ignored like the jobs list's unknown status, and named.
+    const unknownPlan = await admin('GET', `/organizations?search=${marker}&plan_tier=team`);
+    assert.equal(unknownPlan.body.total, 3);
+    assert.match(unknownPlan.headers.get('warning') ?? '', /plan_tier=team ignored \(not one of free, starter, pro, enterprise, unlimited, deleted\): not filtered by it/);
+    assert.equal(starters.headers.get('warning'), null);
     assert.equal((await admin('GET', '/organizations?offset=-1')).status, 400);
     assert.equal((await admin('GET', '/organizations?limit=abc')).status, 400);
   });

@@ -1,5 +1,5 @@
 /**
- * Numbers JSON cannot hold (issue 15 §6): a literal too large for a double
+ * Numbers JSON cannot hold: a literal too large for a double
  * (1e999999) parses as Infinity and used to be stored as null, and a gRPC
  * Struct can carry NaN and ±Infinity as doubles. Both are refused with a
  * 400 / INVALID_ARGUMENT naming the field, and nothing is stored.

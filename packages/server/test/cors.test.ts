@@ -64,6 +64,22 @@ describe('CORS_ORIGINS', () => {
     assert.equal(refused.headers.get('access-control-allow-origin'), DASHBOARD);
   });
 
+  it("puts them on an SSE stream too, which takes over the response (a cross-origin EventSource needs them)", async () => {
+    const abort = new AbortController();
+    try {
+      const stream = await fetch(`${listed.url}/api/v1/events`, { headers: { origin: DASHBOARD, authorization: `Bearer ${listed.apiKey}` }, signal: abort.signal });
+      assert.equal(stream.status, 200);
+      assert.match(stream.headers.get('content-type') ?? '', /text\/event-stream/);
+      assert.equal(stream.headers.get('access-control-allow-origin'), DASHBOARD);
+      assert.equal(stream.headers.get('access-control-allow-credentials'), 'true');
+    } finally {
+      abort.abort();
+    }
+    const refused = await fetch(`${listed.url}/api/v1/events`, { headers: { origin: DASHBOARD } });
+    assert.equal(refused.status, 401);
+    assert.equal(refused.headers.get('access-control-allow-origin'), DASHBOARD);
+  });
+
   it('gives an origin that is not listed no CORS headers, and its preflight is a 404 in the error shape', async () => {
     const response = await preflight(listed, '/api/v1/auth/login', 'https://evil.example.com');
     assert.equal(response.status, 404);

@@ -37,7 +37,7 @@ describe('queue doctor', () => {
       const idle = answer.body.checks.find((c: { name: string }) => c.name === 'idle_in_transaction_sessions');
       assert.ok(idle.value >= 1);
       const tables = answer.body.checks.filter((c: { name: string }) => c.name.startsWith('dead_tuples:')).map((c: { name: string }) => c.name);
-      assert.ok(tables.includes('dead_tuples:jobs') && tables.includes('dead_tuples:job_history'), tables.join());
+      assert.ok(tables.includes('dead_tuples:jobs_live') && tables.includes('dead_tuples:jobs_done') && tables.includes('dead_tuples:job_history'), tables.join());
       // The same signal on /metrics, for the operator only.
       let text = '';
       for (let i = 0; i < 50 && !/^spooled_db_oldest_transaction_age_seconds [1-9]/m.test(text); i++) {
@@ -45,7 +45,7 @@ describe('queue doctor', () => {
         await new Promise((r) => setTimeout(r, 100));
       }
       assert.match(text, /^spooled_db_oldest_transaction_age_seconds [1-9]/m);
-      assert.match(text, /^spooled_db_table_dead_tuples\{table="jobs"\} \d+/m);
+      assert.match(text, /^spooled_db_table_dead_tuples\{table="jobs_live"\} \d+/m);
       const tenant = await scrape(server.apiKey);
       assert.doesNotMatch(tenant, /spooled_db_/, 'the database signals are the operator\'s');
     } finally {

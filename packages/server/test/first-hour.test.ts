@@ -2,6 +2,7 @@ import assert from 'node:assert/strict';
 import { spawn, type ChildProcess } from 'node:child_process';
 import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
+import { createServer, type Server } from 'node:net';
 import { join } from 'node:path';
 import { after, describe, it } from 'node:test';
 import { fileURLToPath } from 'node:url';
@@ -114,5 +115,46 @@ describe('the first hour with npm start', () => {
     }
     assert.match(run.output(), /"code":"57P01"/, 'the error is summarized by message and code');
     assert.equal(lastLogged(run.output()), 'Spool stopped', all.slice(-6).join('\n'));
+  });
+});
+
+describe('a first start whose port is taken', () => {
+  const ownDir = mkdtempSync(join(tmpdir(), 'spool-first-hour-taken-'));
+  let taken: Server;
+  after(() => {
+    taken?.close();
+    rmSync(ownDir, { recursive: true, force: true });
+  });
+
+  it('says which port and what to set, and the next start still shows the key and keeps the operator token', async () => {
+    taken = createServer();
+    await new Promise<void>((resolve) => taken.listen(0, '127.0.0.1', resolve));
+    const port = (taken.address() as { port: number }).port;
+    const { DATABASE_URL: _external, ...inherited } = process.env;
+    const failed = spawn(process.execPath, ['--conditions=spool-dist', 'packages/server/dist/main.js'], {
+      cwd: ROOT,
+      env: { ...inherited, SPOOL_DATA_DIR: ownDir, HOST: '127.0.0.1', PORT: String(port), GRPC_PORT: '0', LOG_LEVEL: 'info' },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    let output = '';
+    failed.stdout!.on('data', (chunk: Buffer) => (output += chunk.toString()));
+    failed.stderr!.on('data', (chunk: Buffer) => (output += chunk.toString()));
+    assert.equal(await new Promise<number | null>((resolve) => failed.once('close', resolve)), 1, output);
+    assert.match(output, new RegExp(`the HTTP port ${port} on 127\\.0\\.0\\.1 is taken .*set PORT to a free port`));
+    assert.doesNotMatch(output, /sk_test_/, 'no key is created for a start that cannot be reached');
+    assert.ok(existsSync(join(ownDir, 'operator-token')), 'the generated operator token is kept although the start failed');
+
+    // The newcomer moves to another port: the key that the failed start would have lost is shown now.
+    const run = await start({ SPOOL_DATA_DIR: ownDir });
+    try {
+      const key = /(sk_test_[A-Za-z0-9_-]{43})/.exec(run.output())?.[1];
+      assert.ok(key, run.output());
+      assert.equal((await fetch(`${run.url}/api/v1/dashboard`, { headers: { authorization: `Bearer ${key}` } })).status, 200);
+      const operatorToken = readFileSync(join(ownDir, 'operator-token'), 'utf8').trim();
+      assert.equal((await fetch(`${run.url}/metrics`, { headers: { authorization: `Bearer ${operatorToken}` } })).status, 200);
+    } finally {
+      run.child.kill('SIGTERM');
+      await run.exited;
+    }
   });
 });

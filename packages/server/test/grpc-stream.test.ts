@@ -4,7 +4,7 @@ import { after, before, describe, it } from 'node:test';
 import { status, type ClientDuplexStream, type ClientReadableStream, type ServiceError, type StatusObject } from '@grpc/grpc-js';
 import { jobInsertMany } from '@spool/engine';
 import { startTestServer, type TestServer } from '../../../test-support/server.js';
-import { fromStruct, grpcClient, toStruct, type GrpcTestClient } from '../../../test-support/grpc.js';
+import { fromStruct, grpcClient, processJobsSession, toStruct, type GrpcTestClient } from '../../../test-support/grpc.js';
 
 let server: TestServer;
 let client: GrpcTestClient;
@@ -43,16 +43,7 @@ function finalStatus(stream: NodeJS.EventEmitter): Promise<StatusObject> {
   });
 }
 
-/** A ProcessJobs session: send one request, read its one response. */
-function session(duplex: ClientDuplexStream<any, any>) {
-  const responses: any[] = [];
-  const waiting: ((r: any) => void)[] = [];
-  duplex.on('data', (r) => (waiting.length ? waiting.shift()!(r) : responses.push(r)));
-  return (request: Record<string, unknown>) => {
-    duplex.write(request);
-    return new Promise<any>((resolve) => (responses.length ? resolve(responses.shift()) : waiting.push(resolve)));
-  };
-}
+
 
 describe('QueueService.StreamJobs', () => {
   it('streams due jobs, then wakes for jobs enqueued while it waits', async () => {
@@ -136,7 +127,7 @@ describe('QueueService.ProcessJobs', () => {
     const a = await client.call('queue', 'Enqueue', { queueName, payload: toStruct({ n: 'a' }), maxRetries: 3 });
     const b = await client.call('queue', 'Enqueue', { queueName, payload: toStruct({ n: 'b' }), maxRetries: 3 });
     const duplex: ClientDuplexStream<any, any> = client.queue.ProcessJobs(client.metadata());
-    const send = session(duplex);
+    const send = processJobsSession(duplex);
 
     const got1 = await send({ dequeue: { queueName, workerId: 'pw', leaseDurationSecs: 30 } });
     assert.equal(got1.response, 'job');
@@ -175,7 +166,7 @@ describe('QueueService.ProcessJobs', () => {
   it('hands a waiting dequeue a job enqueued while it waits', async () => {
     const queueName = freshQueue();
     const duplex: ClientDuplexStream<any, any> = client.queue.ProcessJobs(client.metadata());
-    const send = session(duplex);
+    const send = processJobsSession(duplex);
     const pending = send({ dequeue: { queueName, workerId: 'waiter' } });
     await new Promise((resolve) => setTimeout(resolve, 100));
     const { jobId } = await client.call('queue', 'Enqueue', { queueName });
@@ -207,7 +198,7 @@ describe('gRPC shutdown', () => {
     try {
       const stream: ClientReadableStream<any> = ownClient.queue.StreamJobs({ queueName: 'idle', workerId: 'w' }, ownClient.metadata());
       const duplex: ClientDuplexStream<any, any> = ownClient.queue.ProcessJobs(ownClient.metadata());
-      const send = session(duplex);
+      const send = processJobsSession(duplex);
       assert.equal((await send({ dequeue: { queueName: 'idle', workerId: 'w' } })).error.code, 'NO_JOBS', 'both calls are up');
       const streamStatus = finalStatus(stream);
       const duplexStatus = finalStatus(duplex);

@@ -1,6 +1,5 @@
 /**
- * A client that never finishes its request holds nothing for long (issue 15
- * §6): bodies and headers that stall, and connections that send nothing or
+ * A client that never finishes its request holds nothing for long: bodies and headers that stall, and connections that send nothing or
  * sit idle after a request, are closed within their configured bounds, while
  * a long poll and an SSE stream, whose request is complete, are not cut.
  */

@@ -9,7 +9,7 @@ import { after, before, describe, it } from 'node:test';
 import fc from 'fast-check';
 import { status } from '@grpc/grpc-js';
 import { startTestServer, type TestServer } from '../../../test-support/server.js';
-import { grpcClient, toStruct, type GrpcTestClient } from '../../../test-support/grpc.js';
+import { grpcClient, processJobsSession, toStruct, type GrpcTestClient } from '../../../test-support/grpc.js';
 import { enqueue, enqueueAndClaim } from './jobs-helpers.js';
 
 let server: TestServer;
@@ -117,6 +117,24 @@ describe('gRPC: ids in any case', () => {
       assert.equal(response.success, true, `${method} ${JSON.stringify(response)}`);
       assert.equal((await statusOf(jobId)).status, { Complete: 'completed', Fail: 'pending', RenewLease: 'processing' }[method]);
     }), RUNS);
+  });
+
+  it('ProcessJobs: complete, fail and renew_lease with mixed-case ids do what they answer', async () => {
+    const duplex = client.queue.ProcessJobs(client.metadata());
+    const send = processJobsSession(duplex);
+    try {
+      await fc.assert(fc.asyncProperty(masks, masks, fc.constantFrom('complete', 'fail', 'renewLease'), async (idMask, leaseMask, kind) => {
+        const { jobId, leaseId } = await leased();
+        const body: Record<string, unknown> = { jobId: spell(jobId, idMask), workerId: 'worker-a', leaseId: spell(leaseId, leaseMask) };
+        if (kind === 'fail') Object.assign(body, { error: 'boom', retry: true });
+        if (kind === 'renewLease') body.extensionSecs = 60;
+        const response = await send({ [kind]: body });
+        assert.equal(response[kind]?.success, true, `${kind} ${JSON.stringify(response)}`);
+        assert.equal((await statusOf(jobId)).status, { complete: 'completed', fail: 'pending', renewLease: 'processing' }[kind]);
+      }), RUNS);
+    } finally {
+      duplex.end();
+    }
   });
 
   it('a stale mixed-case lease is FAILED_PRECONDITION and changes nothing; GetJob finds the job', async () => {

@@ -248,6 +248,20 @@ describe('PATCH /jobs/{id}: history', () => {
     assert.equal(rows[0].actor, null, 'the creation records no actor');
   });
 
+  it('PUT /jobs/{id}/priority is an edit of the priority in the history too, with the actor; the same value writes nothing', async () => {
+    const id = await enqueue(server, { queue_name: 'edit-prio', priority: 2 });
+    const set = await req('PUT', `/jobs/${id}/priority`, { priority: 9 });
+    assert.equal(set.status, 200, set.text);
+    assert.deepEqual(set.body, { job_id: id, old_priority: 2, new_priority: 9 });
+    const edits = (await history(id)).filter((r) => r.event === 'edit');
+    assert.equal(edits.length, 1, JSON.stringify(edits));
+    assert.equal(edits[0].actor, `api_key:${apiKeyId}`);
+    assert.deepEqual([edits[0].from_status, edits[0].to_status], ['pending', 'pending']);
+    assert.deepEqual(edits[0].details, { fields: ['priority'], from: { priority: 2 }, to: { priority: 9 } });
+    assert.equal((await req('PUT', `/jobs/${id}/priority`, { priority: 9 })).status, 200);
+    assert.equal((await history(id)).filter((r) => r.event === 'edit').length, 1, 'no change, no row');
+  });
+
   it('records the actor of a retry and a cancel through the API, and of an access token\'s session', async () => {
     const dead = await deadLettered('edit-actor');
     assert.equal((await req('POST', `/jobs/${dead}/retry`)).status, 200);
@@ -261,6 +275,31 @@ describe('PATCH /jobs/{id}: history', () => {
     assert.equal((await req('DELETE', `/jobs/${pending}`, undefined, login.body.access_token)).status, 204);
     const cancel = (await history(pending)).find((r) => r.event === 'cancel');
     assert.match(cancel?.actor ?? '', new RegExp(`^api_key:${apiKeyId}/session:[0-9a-f-]{36}$`));
+  });
+
+  it('records the actor of a workflow\'s retry and cancel, and of a DLQ purge', async () => {
+    const workflow = async (queue: string, maxRetries?: number) => {
+      const created = await req('POST', '/workflows', { name: queue, jobs: [{ key: 'A', queue_name: queue, payload: {}, ...(maxRetries === undefined ? {} : { max_retries: maxRetries }) }] });
+      assert.equal(created.status, 201, created.text);
+      return { id: created.body.workflow_id as string, job: created.body.job_ids[0].job_id as string };
+    };
+    const failed = await workflow('edit-wf-retry', 0);
+    const [job] = await claim(server, { queue_name: 'edit-wf-retry' });
+    assert.equal(job.id, failed.job);
+    assert.equal((await req('POST', `/jobs/${job.id}/fail`, { worker_id: 'w1', lease_id: job.lease_id, error: 'boom' })).status, 200);
+    const retried = await req('POST', `/workflows/${failed.id}/retry`);
+    assert.equal(retried.status, 200, retried.text);
+    assert.equal((await history(failed.job)).find((r) => r.event === 'retry')?.actor, `api_key:${apiKeyId}`);
+
+    const open = await workflow('edit-wf-cancel');
+    assert.equal((await req('POST', `/workflows/${open.id}/cancel`)).status, 200);
+    assert.equal((await history(open.job)).find((r) => r.event === 'cancel')?.actor, `api_key:${apiKeyId}`);
+
+    const dead = await deadLettered('edit-purge');
+    const purged = await req('POST', '/jobs/dlq/purge', { queue_name: 'edit-purge', confirm: true });
+    assert.deepEqual(purged.body, { purged_count: 1 });
+    const rows = await server.spool.db.query<{ actor: string | null }>("SELECT actor FROM spool.job_history WHERE job_id = $1 AND event = 'purge'", [dead]);
+    assert.deepEqual(rows.rows, [{ actor: `api_key:${apiKeyId}` }], 'the job is gone; its history row names who purged it');
   });
 
   it('an edit of a dead-lettered job counts no dead letter in the queue figures or metrics', async () => {

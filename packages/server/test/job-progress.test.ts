@@ -177,8 +177,9 @@ describe('progress and logs: realtime, scope and pruning', () => {
       await post(`/jobs/${j.id}/logs`, { worker_id: 'w1', lease_id: j.lease_id, lines: ['done'] });
       assert.equal((await post(`/jobs/${j.id}/complete`, { worker_id: 'w1', lease_id: j.lease_id })).status, 200);
     }
-    await server.database.pool.query("UPDATE spool.jobs SET created_at = now() - interval '9 days', completed_at = now() - interval '8 days' WHERE id = $1", [job.id]);
-    await new JobRetention(server.spool.db, { completedDays: 7 }).runOnce();
+    await server.database.pool.query(`UPDATE spool.jobs SET created_at = now() - interval '9 days', completed_at = now() - interval '8 days',
+      purge_on = spool.retention_purge_day(now() - interval '8 days', 7) WHERE id = $1`, [job.id]);
+    await new JobRetention(server.spool.db).runOnce();
     assertError(await get(`/jobs/${job.id}`), 404, 'NOT_FOUND');
     const rows = async (table: string, id: string) => (await server.database.pool.query(`SELECT 1 FROM spool.${table} WHERE job_id = $1`, [id])).rowCount;
     assert.equal(await rows('job_progress', job.id), 0);

@@ -168,7 +168,7 @@ describe('the caller\'s organization', () => {
     const refused = await server.request('DELETE', `/api/v1/organizations/${id}`, { auth: key });
     assert.equal(refused.status, 409);
     assert.equal(refused.body.details.active_jobs, 1);
-    await server.spool.db.query("UPDATE spool.jobs SET status = 'cancelled', completed_at = now() WHERE organization_id = $1", [id]);
+    await server.spool.db.query("UPDATE spool.jobs SET status = 'cancelled', phase = 'done', purge_on = spool.job_purge_on(organization_id, queue_name, 'cancelled'), completed_at = now() WHERE organization_id = $1", [id]);
     await server.spool.db.query("INSERT INTO spool.workers (organization_id, queue_name, hostname) VALUES ($1, 'q', 'h')", [id]);
     assert.equal((await server.request('DELETE', `/api/v1/organizations/${id}`, { auth: key })).body.details.live_workers, 1);
     await server.spool.db.query("UPDATE spool.workers SET status = 'offline' WHERE organization_id = $1", [id]);

@@ -1,6 +1,6 @@
 /**
- * Plan limits are enforced on every path that creates the limited thing
- * (issue 15 §6): workers (REST and gRPC), API keys, schedules, workflows and
+ * Plan limits are enforced on every path that creates the limited thing:
+ * workers (REST and gRPC), API keys, schedules, workflows and
  * outgoing webhooks at the limit are refused with 403 LIMIT_EXCEEDED; jobs
  * also when a workflow, a schedule trigger or cron creates them. Concurrent
  * creates at limit - 1 let exactly one through. Usage never shows more than
@@ -104,7 +104,7 @@ describe('limits refused at the limit on every creating path', () => {
     assertLimit(await workflow(org.apiKey, 6), 'active_jobs', 0, 5);
     assert.equal((await workflow(org.apiKey, 5)).status, 201);
     assertLimit(await job(org.apiKey), 'active_jobs', 5, 5);
-    await server.spool.db.query("UPDATE spool.jobs SET status = 'cancelled', completed_at = now() WHERE organization_id = $1", [org.organizationId]);
+    await server.spool.db.query("UPDATE spool.jobs SET status = 'cancelled', phase = 'done', purge_on = spool.job_purge_on(organization_id, queue_name, 'cancelled'), completed_at = now() WHERE organization_id = $1", [org.organizationId]);
     assertLimit(await workflow(org.apiKey, 4), 'jobs_per_day', 5, 8);
     assert.equal((await usage(org.apiKey)).usage.jobs_today.current, 5, 'the refused workflow reserved nothing');
   });
@@ -182,7 +182,7 @@ describe('limits refused at the limit on every creating path', () => {
     }
     assert.equal(await jobCount(org.organizationId), 1, 'cron did not bypass the limit');
 
-    await server.spool.db.query("UPDATE spool.jobs SET status = 'cancelled', completed_at = now() WHERE organization_id = $1", [org.organizationId]);
+    await server.spool.db.query("UPDATE spool.jobs SET status = 'cancelled', phase = 'done', purge_on = spool.job_purge_on(organization_id, queue_name, 'cancelled'), completed_at = now() WHERE organization_id = $1", [org.organizationId]);
     await server.request('PATCH', `/api/v1/admin/organizations/${org.organizationId}`, { headers: ADMIN, body: { custom_limits: { max_active_jobs: null, max_jobs_per_day: 2 } } });
     for (let i = 0; i < 100 && (await jobCount(org.organizationId)) < 2; i++) await new Promise((resolve) => setTimeout(resolve, 100));
     // The next ticks find the day full; on a loaded machine the scheduler may take a few seconds to reach one.

@@ -108,7 +108,7 @@ describe('job limits on POST /jobs', () => {
     assertLimitExceeded(await enqueue(org.apiKey), 'active_jobs', 10, 10, 'free');
     const refused = await enqueue(org.apiKey);
     assert.equal(refused.body.upgrade_to, 'starter');
-    await server.spool.db.query("UPDATE spool.jobs SET status = 'cancelled', completed_at = now() WHERE id = (SELECT id FROM spool.jobs WHERE organization_id = $1 LIMIT 1)", [org.organizationId]);
+    await server.spool.db.query("UPDATE spool.jobs SET status = 'cancelled', phase = 'done', purge_on = spool.job_purge_on(organization_id, queue_name, 'cancelled'), completed_at = now() WHERE id = (SELECT id FROM spool.jobs WHERE organization_id = $1 LIMIT 1)", [org.organizationId]);
     assert.equal((await enqueue(org.apiKey)).status, 201, 'a finished job frees a slot');
   });
 

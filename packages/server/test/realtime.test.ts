@@ -115,6 +115,27 @@ describe('SSE /api/v1/events', () => {
     await client.waitFor((e) => e.data.type === 'JobCompleted' && e.data.data.job_id === jobId);
     assert.ok(client.events.every((e) => e.data.type === 'JobCompleted'));
   });
+
+  it("keeps an unknown ?events= name of the contract's filter (it selects nothing) and says so in a Warning", async () => {
+    const abort = new AbortController();
+    try {
+      const response = await fetch(`${server.url}/api/v1/events?events=JobCompleted,job.cancelled,job.complted`, { headers: { authorization: `Bearer ${server.apiKey}` }, signal: abort.signal });
+      assert.equal(response.status, 200);
+      const warning = response.headers.get('warning') ?? '';
+      assert.match(warning, /^299 - "events: job\.cancelled, job\.complted match no event a stream carries/);
+      assert.doesNotMatch(warning, /JobCompleted/);
+    } finally {
+      abort.abort();
+    }
+    const clean = new AbortController();
+    try {
+      const response = await fetch(`${server.url}/api/v1/events?events=job.completed,WorkerRegistered,queue.paused,*`, { headers: { authorization: `Bearer ${server.apiKey}` }, signal: clean.signal });
+      assert.equal(response.status, 200);
+      assert.equal(response.headers.get('warning'), null);
+    } finally {
+      clean.abort();
+    }
+  });
 });
 
 describe('SSE /api/v1/events/jobs/{id} and /events/queues/{name}', () => {
@@ -142,6 +163,17 @@ describe('SSE /api/v1/events/jobs/{id} and /events/queues/{name}', () => {
     assert.equal(stats.data.data.queue_name, 'rt-queue');
     assert.ok(stats.data.data.pending >= 1);
     for (const key of ['processing', 'completed', 'failed']) assert.equal(typeof stats.data.data[key], 'number');
+  });
+
+  it("refuses an unknown ?events= name on a queue's stream (Spool's own filter) with a 400 naming the known ones", async () => {
+    const response = await server.request('GET', '/api/v1/events/queues/rt-typo?events=job.cancel_requestd');
+    assert.equal(response.status, 400);
+    assert.equal(response.body.code, 'VALIDATION_ERROR');
+    assert.match(response.body.message, /unknown event name job\.cancel_requestd; use dotted or PascalCase names of .*job\.cancel_requested/);
+    const many = await server.request('GET', `/api/v1/events/queues/rt-typo?events=${Array.from({ length: 8 }, (_, i) => `x${i}.${'y'.repeat(60)}`).join(',')}`);
+    assert.equal(many.status, 400);
+    assert.match(many.body.message, /unknown event names x0\.y+\.\.\., .* and 3 more; use/);
+    assert.ok(many.body.message.length < 700, `a bounded message (${many.body.message.length} chars)`);
   });
 
   it('tells a filtered queue stream that a running job was asked to stop, and nothing else', async () => {

@@ -9,7 +9,7 @@ import { startTestServer, type TestServer } from '../../../test-support/server.j
 import { httpWorker } from '../../../test-support/worker.js';
 
 /**
- * Issue 15 §3: the server never becomes a proxy into private networks.
+ * The server never becomes a proxy into private networks.
  * Four servers: development bound to loopback (the test default), development
  * bound to every interface, production, and production with the operator's
  * allowances (127.0.0.1/32, 10.0.0.0/8, 169.254.0.0/16 and plain http).

@@ -9,6 +9,8 @@ import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import type pg from 'pg';
 import { startTestServer, type TestServer } from '../../../test-support/server.js';
+import { generateApiKey } from '@spool/engine';
+import { API_KEY_ROLES } from '@spool/protocol';
 import { AuthenticationError, AuthorizationError, ConflictError, ValidationError, enqueueInTransaction } from '../../sdk/src/index.js';
 import { restrictedKey } from './jobs-helpers.js';
 
@@ -85,6 +87,28 @@ describe('spool.enqueue()', () => {
     const other = await server.createOrganization();
     const theirs = await inTransaction((c) => enqueueInTransaction(c, other.apiKey, { queueName: 'tx', payload: {} }));
     assert.equal((await jobRow(theirs.id)).organization_id, other.organizationId);
+  });
+
+  it('decides as POST /jobs does for every role, queue pattern and expiry of a key', async () => {
+    const key = async (role: string, queues: string[], expired = false) => {
+      const { key: secret, hash, prefix } = generateApiKey('development');
+      await server.spool.db.query(
+        "INSERT INTO spool.api_keys (organization_id, name, key_hash, key_prefix, queues, role, expires_at) VALUES ($1, 'parity', $2, $3, $4, $5, CASE WHEN $6 THEN now() - interval '1 minute' END)",
+        [server.organizationId, hash, prefix, queues, role, expired]);
+      return secret;
+    };
+    const cases: { role: string; queues: string[]; expired?: boolean }[] = [
+      ...API_KEY_ROLES.flatMap((role) => [{ role, queues: [] }, { role, queues: ['txp-a*'] }, { role, queues: ['txp-b'] }]),
+      { role: 'admin', queues: [], expired: true },
+    ];
+    for (const { role, queues, expired } of cases) {
+      const secret = await key(role, queues, expired);
+      for (const queueName of ['txp-a1', 'txp-b']) {
+        const api = await server.request('POST', '/api/v1/jobs', { body: { queue_name: queueName, payload: {} }, auth: secret });
+        const sql = await inTransaction((c) => enqueueInTransaction(c, secret, { queueName, payload: {} })).then(() => 201, (err: { status?: number }) => err.status ?? 0);
+        assert.equal(sql, api.status, `${role} key of ${JSON.stringify(queues)}${expired ? ' (expired)' : ''} on ${queueName}: ${api.text}`);
+      }
+    }
   });
 
   it('refuses bad input with the field named, and creates nothing', async () => {

@@ -37,6 +37,22 @@ describe('contract parameters keep the contract and say what they changed (Warni
     assert.equal(warning(fine.headers), null);
   });
 
+  it("a claim's limit and lease outside the contract's ranges are clamped and named, and so is a heartbeat's lease", async () => {
+    for (let i = 0; i < 3; i++) await server.request('POST', '/api/v1/jobs', { body: { queue_name: 'w-claim', payload: { i } } });
+    const claim = await server.request('POST', '/api/v1/jobs/claim', { body: { queue_name: 'w-claim', worker_id: 'w1', limit: 500, lease_duration_secs: 2 } });
+    assert.equal(claim.status, 200);
+    assert.equal(claim.body.jobs.length, 3);
+    assert.match(warning(claim.headers) ?? '', /299 - "limit=500 clamped to 100 \(1\.\.100\)", 299 - "lease_duration_secs=2 clamped to 5 \(5\.\.3600\)"/);
+    const job = claim.body.jobs[0];
+    const leaseLeft = (Date.parse(job.lease_expires_at) - Date.now()) / 1000;
+    assert.ok(leaseLeft > 3 && leaseLeft <= 5.5, `the lease used is the clamped 5 s (${leaseLeft} s left)`);
+    const beat = await server.request('POST', `/api/v1/jobs/${job.id}/heartbeat`, { body: { worker_id: 'w1', lease_id: job.lease_id, lease_duration_secs: 7200 } });
+    assert.equal(beat.status, 200);
+    assert.match(warning(beat.headers) ?? '', /lease_duration_secs=7200 clamped to 3600 \(5\.\.3600\)/);
+    const fine = await server.request('POST', '/api/v1/jobs/claim', { body: { queue_name: 'w-claim', worker_id: 'w1', limit: 10, lease_duration_secs: 60 } });
+    assert.equal(warning(fine.headers), null);
+  });
+
   it('an unknown order is ignored (newest first) and named', async () => {
     const res = await server.request('GET', '/api/v1/jobs?order_by=colour&order_dir=sideways');
     assert.equal(res.status, 200);

@@ -85,10 +85,14 @@ export function chartLabels(locale?: string): ChartLabels {
   return {
     timeAxis(splits, spanSeconds) {
       const scale = timeScale(spanSeconds);
-      return splits.map((s) => {
+      // Within an hour or so after midnight the day's midnight tick sits at the right edge, where it is left
+      // out (its label would be cut off), and the one before lies outside: then the first tick says the day.
+      const dated = scale === 'day' && !splits.some((s) => isMidnight(new Date(s * 1000)));
+      return splits.map((s, i) => {
         const at = new Date(s * 1000);
         if (scale === 'week') return weekdayDate.format(at);
         if (scale === 'day' && isMidnight(at)) return weekdayDate.format(at);
+        if (dated && i === 0) return weekdayTime.format(at);
         return hourMinute.format(at);
       });
     },

@@ -1,5 +1,5 @@
 -- Progress and log lines a worker reports for the job it holds (POST
--- /jobs/{id}/progress and /jobs/{id}/logs, issue 20 §3). Kept beside the job,
+-- /jobs/{id}/progress and /jobs/{id}/logs). Kept beside the job,
 -- not on it: a progress update every second would otherwise rewrite the wide
 -- spool.jobs row and add dead tuples to the hot table.
 --

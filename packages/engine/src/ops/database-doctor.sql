@@ -38,6 +38,12 @@ SELECT
             'dead_tuples', t.n_dead_tup,
             'last_autovacuum', t.last_autovacuum,
             'last_vacuum', t.last_vacuum) ORDER BY t.relname), '[]'::json)
-     FROM pg_stat_user_tables t
-     WHERE t.schemaname = 'spool' AND t.relname = ANY ($1::text[])) AS tables,
+     -- jobs_done is read as the sum of its day partitions (migration 047).
+     FROM (SELECT CASE WHEN s.relname ~ '^jobs_done_([0-9]{8}|default)$' THEN 'jobs_done' ELSE s.relname END AS relname,
+                  sum(s.n_live_tup)::bigint AS n_live_tup, sum(s.n_dead_tup)::bigint AS n_dead_tup,
+                  max(s.last_autovacuum) AS last_autovacuum, max(s.last_vacuum) AS last_vacuum
+           FROM pg_stat_user_tables s
+           WHERE s.schemaname = 'spool'
+           GROUP BY 1) t
+     WHERE t.relname = ANY ($1::text[])) AS tables,
   now() AS at;

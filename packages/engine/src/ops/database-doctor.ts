@@ -4,7 +4,8 @@ import { run, sqlFile } from '../db.js';
 const statement = sqlFile(import.meta.url, './database-doctor.sql');
 
 /** The tables every job's life writes: where dead tuples and a late autovacuum slow the queue first. */
-export const HOT_TABLES = ['jobs', 'job_history', 'events', 'dead_letter_queue', 'workers', 'webhook_deliveries', 'rate_limit_counters'] as const;
+// spool.jobs by its partitions (migration 046): the partitioned parent holds no rows of its own.
+export const HOT_TABLES = ['jobs_live', 'jobs_done', 'job_history', 'events', 'dead_letter_queue', 'workers', 'webhook_deliveries', 'rate_limit_counters'] as const;
 
 export interface TransactionHolder {
   pid: number;

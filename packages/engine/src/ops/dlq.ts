@@ -25,7 +25,7 @@ export async function dlqList(db: Queryable, params: { organizationId: string; q
 }
 
 /** Deletes up to `limit` dead-lettered jobs, oldest first; returns how many. */
-export async function dlqPurge(db: Queryable, params: { organizationId: string; queueName?: string | null; olderThan?: Date | null; limit: number; queues?: string[] | null }): Promise<number> {
-  const rows = await run<{ purged_count: number }>(db, purge, [params.organizationId, params.queueName ?? null, params.olderThan ?? null, params.limit, params.queues ?? null]);
+export async function dlqPurge(db: Queryable, params: { organizationId: string; queueName?: string | null; olderThan?: Date | null; limit: number; queues?: string[] | null; actor?: string | null }): Promise<number> {
+  const rows = await run<{ purged_count: number }>(db, purge, [params.organizationId, params.queueName ?? null, params.olderThan ?? null, params.limit, params.queues ?? null, params.actor ?? null]);
   return rows[0]?.purged_count ?? 0;
 }

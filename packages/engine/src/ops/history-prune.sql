@@ -1,9 +1,11 @@
 -- Rows of routine transitions (migration 021: job_id null) older than their
--- queue's longest retention window go, at most $3 per statement. They hold
+-- queue's longest retention window go, at most $1 per statement. They hold
 -- many jobs' events, so they cannot go with each job as its own rows do; a
 -- row holds jobs of one queue, and once the longest of that queue's windows
--- (queue_config.settings.retention.<status>_days, else the defaults $2 for
--- the statuses $1) has passed, every finished job it names is gone. A job
+-- (queue_config.settings.retention.<status>_days, else
+-- spool.retention_defaults) and one day more has passed, every finished job
+-- it names is gone (a finished job goes with its day's partition, up to a
+-- day after its window, migration 047). A job
 -- still unfinished then tells its creation from its own columns
 -- (spool.job_timeline). Queues are found by a loose index scan over
 -- job_history_batch_queue_idx (one probe per queue), and each queue's rows
@@ -23,12 +25,9 @@ WITH RECURSIVE queues AS (
 ),
 cutoffs AS (
   SELECT q.organization_id, q.queue_name,
-         now() - make_interval(secs => 86400 * greatest(0, (
-           SELECT max(coalesce(
-                    CASE WHEN jsonb_typeof(qc.settings -> 'retention' -> (d.status || '_days')) = 'number'
-                         THEN (qc.settings -> 'retention' ->> (d.status || '_days'))::float8 END,
-                    d.days))
-           FROM unnest($1::text[], $2::float8[]) AS d(status, days)))) AS cutoff
+         now() - make_interval(secs => 86400 * (1 + greatest(0, (
+           SELECT max(coalesce(spool.retention_override_days(qc.settings, d.status), d.days))
+           FROM spool.retention_defaults d)))) AS cutoff
   FROM queues q
   LEFT JOIN spool.queue_config qc ON qc.organization_id = q.organization_id AND qc.queue_name = q.queue_name
 ),
@@ -41,9 +40,9 @@ victims AS (
     WHERE h.job_id IS NULL AND h.organization_id = c.organization_id AND h.queue_name = c.queue_name
       AND h.created_at < c.cutoff
     ORDER BY h.created_at
-    LIMIT $3
+    LIMIT $1
   ) v
-  LIMIT $3
+  LIMIT $1
 )
 DELETE FROM spool.job_history h
 USING victims v

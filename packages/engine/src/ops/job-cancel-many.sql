@@ -19,16 +19,16 @@ WITH target AS (
 ),
 cancelled AS (
   UPDATE spool.jobs j
-  SET status = 'cancelled', in_backoff = false, completed_at = now(), updated_at = now()
+  SET status = 'cancelled', phase = 'done', purge_on = spool.job_purge_on(j.organization_id, j.queue_name, 'cancelled'), in_backoff = false, completed_at = now(), updated_at = now()
   FROM target t
-  WHERE j.id = t.id AND t.status IN ('pending', 'scheduled')
+  WHERE j.id = t.id AND j.phase = 'live' AND t.status IN ('pending', 'scheduled')
   RETURNING j.id, j.organization_id, j.queue_name, t.status AS from_status, j.workflow_id, j.dependencies_met, j.dependents_xid
 ),
 requested AS (
   UPDATE spool.jobs j
   SET cancel_requested_at = now(), updated_at = now()
   FROM target t
-  WHERE j.id = t.id AND t.status = 'processing' AND t.cancel_requested_at IS NULL
+  WHERE j.id = t.id AND j.phase = 'live' AND t.status = 'processing' AND t.cancel_requested_at IS NULL
   RETURNING j.id, j.organization_id, j.queue_name, j.assigned_worker_id, j.lease_id
 ),
 history AS (

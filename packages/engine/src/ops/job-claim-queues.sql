@@ -149,7 +149,8 @@ picked AS (
 -- As job-claim.sql: the picked rows by tuple id (migration 044), which
 -- this statement's locks keep current.
 claimed AS (
-  UPDATE spool.jobs j
+  -- The live partition itself: a tuple id means something only within one.
+  UPDATE spool.jobs_live j
   SET status = 'processing',
       assigned_worker_id = $4,
       lease_id = gen_random_uuid(),

@@ -40,7 +40,11 @@
 -- without it two claimers could each count the same free room or the same
 -- tokens. Lock, claim and the bookkeeping on the config row are one
 -- statement, so the lock is held for one statement's execution, not for
--- round trips to the caller (docs/performance.md). The locked row is the
+-- round trips to the caller (docs/performance.md); on the pool the lock is
+-- taken one statement earlier in the same transaction (queue-lock-capped.sql),
+-- one round trip longer, so that this statement's snapshot follows the wait
+-- (what follows about a snapshot from before the wait then holds only on a
+-- caller's own client). The locked row is the
 -- latest version (READ COMMITTED rereads a row it waited for), but the rest
 -- of the statement reads the snapshot taken before the wait: the previous
 -- holder's claims are not in it. Its claimed jobs are passed over anyway
@@ -252,7 +256,8 @@ picked AS (
    LIMIT (SELECT n FROM room))
 ),
 claimed AS (
-  UPDATE spool.jobs j
+  -- The live partition itself: a tuple id means something only within one.
+  UPDATE spool.jobs_live j
   SET status = 'processing',
       assigned_worker_id = $4,
       lease_id = gen_random_uuid(),

@@ -1,11 +1,12 @@
 import { LIMITS, clamp } from '@spool/protocol';
 import type { Queryable } from '../db.js';
 import pg from 'pg';
-import { run, sqlFile } from '../db.js';
+import { run, sqlFile, transaction } from '../db.js';
 import type { JobRow } from '../types.js';
 
 const statement = sqlFile(import.meta.url, './job-claim.sql');
 const isCapped = sqlFile(import.meta.url, './queue-is-capped.sql');
+const lockCapped = sqlFile(import.meta.url, './queue-lock-capped.sql');
 
 export interface ClaimParams {
   organizationId: string;
@@ -126,8 +127,16 @@ export async function jobClaimOutcome(db: Queryable, params: ClaimParams): Promi
   // keeps its books (job-claim.sql); null when the queue is not capped (or
   // paused) after all. It reads past the floor and then, when short, up to
   // it; a fair queue's turns take no floor (the statement ignores it).
+  // On the pool, the queue is locked first, in the claim's transaction, so that the claim's snapshot
+  // follows the wait (queue-lock-capped.sql); a caller's own client runs the claim as it is.
+  const cappedStatement = (values: unknown[]) => db instanceof pg.Pool
+    ? transaction(db, async (client) => {
+      await client.query({ name: lockCapped.name, text: lockCapped.text, values: [params.organizationId, params.queueName] });
+      return run<ClaimRow>(client, statement, values);
+    }, { retrySerializationFailure: true })
+    : run<ClaimRow>(db, statement, values);
   const claimCapped = async (): Promise<ClaimOutcome | null> => {
-    const rows = await run<ClaimRow>(db, statement, claimOf(limit, floor?.jobId ?? null, true));
+    const rows = await cappedStatement(claimOf(limit, floor?.jobId ?? null, true));
     const facts = rows[0];
     if (!facts) return null;
     const n = facts.cap_reserved ?? limit;
@@ -137,7 +146,7 @@ export async function jobClaimOutcome(db: Queryable, params: ClaimParams): Promi
     // jobs leave it short, and the next turns fill it (a rate-limited
     // queue's turns stop at the first: its tokens are what it took).
     for (let turn = 1; fair && facts.cap_reserved === null && jobs.length > 0 && jobs.length < n && turn < FAIR_TURNS_MAX; turn++) {
-      const more = jobsOf(await run<ClaimRow>(db, statement, claimOf(n - jobs.length, null, true)));
+      const more = jobsOf(await cappedStatement(claimOf(n - jobs.length, null, true)));
       if (more.length === 0) break;
       jobs = [...jobs, ...more];
     }

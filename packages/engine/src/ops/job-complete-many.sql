@@ -29,10 +29,11 @@ WITH input AS (
 -- MATERIALIZED: read once. Inlined into the UPDATE, the planner re-ran this
 -- lookup per row through jobs_processing_idx (quadratic in a worker's jobs).
 target AS MATERIALIZED (
-  SELECT j.id, j.lease_id AS held_lease_id, i.worker_id, i.result
+  SELECT j.id, j.queue_name, j.lease_id AS held_lease_id, i.worker_id, i.result
   FROM spool.jobs j
   JOIN input i ON i.id = j.id
   WHERE j.organization_id = $1
+    AND j.phase = 'live' -- a finished job holds no lease; the planner prunes jobs_done
     -- Owner, lease and deadline (an attempt past its deadline, migration 026,
     -- cannot complete: it is failed as timed out). spool.job_fence spells
     -- "processing" as the lease it implies: spelled as the status, it let the
@@ -44,9 +45,17 @@ target AS MATERIALIZED (
     -- the UPDATE requires that claim's lease.
     AND spool.job_fence(j, i.worker_id, i.lease_id) = 'held'
 ),
+-- The day each queue's completed jobs purge on (migration 047), looked up
+-- once per queue of the batch rather than once per job.
+purge AS MATERIALIZED (
+  SELECT q.queue_name, spool.job_purge_on($1, q.queue_name, 'completed') AS purge_on
+  FROM (SELECT DISTINCT queue_name FROM target) q
+),
 done AS (
   UPDATE spool.jobs j
   SET status = 'completed',
+      phase = 'done',
+      purge_on = (SELECT p.purge_on FROM purge p WHERE p.queue_name = j.queue_name),
       result = t.result::jsonb,
       completed_at = now(),
       lease_id = NULL,
@@ -61,6 +70,7 @@ done AS (
   -- status = 'processing' here drew the planner to scan every processing row
   -- through jobs_processing_idx instead of one jobs_pkey lookup per job.)
   WHERE j.id = t.id
+    AND j.phase = 'live'
     AND j.lease_id = t.held_lease_id
   RETURNING j.id, j.organization_id, j.queue_name, j.started_at, j.completed_at, j.workflow_id, j.completion_webhook,
             t.held_lease_id, t.worker_id, j.dependents_xid,

@@ -154,7 +154,7 @@ export async function jobDependencyResults(db: Queryable, params: { organization
 
 /** jobDependenciesAdd in its own transaction. */
 export async function jobDependenciesAddTx(db: pg.Pool, params: DependenciesAddParams): Promise<DependenciesAddResult> {
-  return transaction(db, (client) => jobDependenciesAdd(client, params));
+  return transaction(db, (client) => jobDependenciesAdd(client, params), { retrySerializationFailure: true });
 }
 
 /**
@@ -171,5 +171,5 @@ export async function jobDependentsRecount(db: Queryable, organizationId: string
     const rows = await run<{ dependencies_met: boolean; was_met: boolean | null }>(client, recount, [organizationId, dependents.map((d) => d.id)]);
     return rows.filter((row) => row.dependencies_met && row.was_met === false).length;
   };
-  return db instanceof pg.Pool ? transaction(db, work) : work(db);
+  return db instanceof pg.Pool ? transaction(db, work, { retrySerializationFailure: true }) : work(db);
 }

@@ -14,12 +14,12 @@ WITH target AS (
 ),
 expired AS (
   UPDATE spool.jobs j
-  SET status = 'cancelled', in_backoff = false,
+  SET status = 'cancelled', phase = 'done', purge_on = spool.job_purge_on(j.organization_id, j.queue_name, 'cancelled'), in_backoff = false,
       last_error = 'Expired: expires_at ' || to_char(j.expires_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') || ' passed before the job started',
       completed_at = now(),
       updated_at = now()
   FROM target t
-  WHERE j.id = t.id
+  WHERE j.id = t.id AND j.phase = 'live'
   RETURNING j.id, j.organization_id, j.queue_name, t.status AS from_status, j.last_error, j.workflow_id, j.dependencies_met, j.dependents_xid
 )
 , history AS (

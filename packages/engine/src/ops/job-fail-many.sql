@@ -24,6 +24,7 @@ target AS (
   JOIN input i ON i.id = j.id
   LEFT JOIN spool.queue_config qc ON qc.organization_id = j.organization_id AND qc.queue_name = j.queue_name
   WHERE j.organization_id = $1
+    AND j.phase = 'live' -- a finished job holds no lease; the planner prunes jobs_done
     -- Owner, lease and deadline: an attempt past its deadline (migration 026)
     -- has ended as timed out, and the lease reaper records that failure, not
     -- the worker's. One jobs_pkey probe per item whatever the statistics (see
@@ -34,6 +35,8 @@ target AS (
 updated AS (
   UPDATE spool.jobs j
   SET status = t.next_status,
+      phase = CASE WHEN t.next_status = 'cancelled' THEN 'done' ELSE 'live' END,
+      purge_on = CASE WHEN t.next_status = 'cancelled' THEN spool.job_purge_on(j.organization_id, j.queue_name, 'cancelled') ELSE j.purge_on END,
       retry_count = CASE WHEN t.next_status = 'pending' THEN j.retry_count + 1 ELSE j.retry_count END,
       last_error = t.error,
       scheduled_at = CASE WHEN t.next_status = 'pending' THEN now() + t.delay_ms * interval '1 millisecond' ELSE j.scheduled_at END,
@@ -44,7 +47,7 @@ updated AS (
       lease_expires_at = NULL,
       updated_at = now()
   FROM target t
-  WHERE j.id = t.id
+  WHERE j.id = t.id AND j.phase = 'live'
   RETURNING j.id, j.organization_id, j.queue_name, j.status, j.retry_count, j.scheduled_at, j.payload,
             j.workflow_id, j.completion_webhook, t.held_lease_id, t.worker_id, t.error, j.dependents_xid
 ),

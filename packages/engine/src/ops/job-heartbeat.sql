@@ -8,6 +8,7 @@ UPDATE spool.jobs j
 SET lease_expires_at = least(now() + make_interval(secs => $5), j.deadline_at),
     updated_at = now()
 WHERE j.organization_id = $1
+  AND j.phase = 'live' -- a finished job holds no lease; the planner prunes jobs_done
   AND j.id = $2
   AND spool.job_fence(j, $3::text, $4::uuid) = 'held'
 RETURNING j.id, j.lease_id, j.lease_expires_at, j.cancel_requested_at, j.deadline_at;

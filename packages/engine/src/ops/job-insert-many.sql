@@ -1,8 +1,13 @@
 -- Inserts a batch of jobs (any organizations, any queues) in one statement.
--- Idempotency: (organization_id, idempotency_key) resolves to one job. ON
--- CONFLICT DO UPDATE (a no-op write) makes a concurrent duplicate wait for
--- the first insert and then return its row, so there is no race window;
--- xmax = 0 tells a fresh insert from a hit. Callers dedupe keys within a batch.
+-- Idempotency: (organization_id, idempotency_key) resolves to one job,
+-- through spool.job_idempotency_keys (migration 046: a partitioned
+-- spool.jobs cannot hold the unique index). ON CONFLICT DO UPDATE (a no-op
+-- write) makes a concurrent duplicate wait for the first insert and then
+-- return its key row, so there is no race window; xmax = 0 tells a fresh key
+-- from a hit, and only a fresh key inserts its job. The standing job's
+-- status is read by spool.job_status_latest, which (volatile) sees a job
+-- committed after this statement's snapshot, as the duplicate that waited
+-- for it does. Callers dedupe keys within a batch.
 -- One pg_notify for the whole statement (never per row): docs/design.md §8.
 -- The batch's organizations are locked once (FOR KEY SHARE) instead of a
 -- foreign-key check per row (migration 013); a missing one fails the whole
@@ -31,6 +36,14 @@ defaults AS (
 owners AS MATERIALIZED (
   SELECT spool.lock_organizations(ARRAY(SELECT DISTINCT organization_id FROM input)) AS locked
 ),
+keys AS (
+  INSERT INTO spool.job_idempotency_keys AS k (organization_id, idempotency_key, job_id)
+  SELECT i.organization_id, i.idempotency_key, i.id
+  FROM input i
+  WHERE i.idempotency_key IS NOT NULL AND (SELECT locked FROM owners)
+  ON CONFLICT (organization_id, idempotency_key) DO UPDATE SET job_id = k.job_id
+  RETURNING k.organization_id, k.idempotency_key, k.job_id, (k.xmax = 0) AS created
+),
 inserted AS (
   INSERT INTO spool.jobs AS j (id, organization_id, queue_name, status, payload, priority, max_retries,
                                timeout_seconds, scheduled_at, expires_at, idempotency_key, tags,
@@ -47,9 +60,14 @@ inserted AS (
   FROM input i
   LEFT JOIN defaults d ON d.organization_id = i.organization_id AND d.queue_name = i.queue_name
   WHERE (SELECT locked FROM owners)
-  ON CONFLICT (organization_id, idempotency_key) WHERE idempotency_key IS NOT NULL
-  DO UPDATE SET idempotency_key = EXCLUDED.idempotency_key
-  RETURNING j.id, j.organization_id, j.queue_name, j.status, j.idempotency_key, j.scheduled_at, (j.xmax = 0) AS created
+    AND (i.idempotency_key IS NULL
+         OR EXISTS (SELECT 1 FROM keys k WHERE k.created AND k.job_id = i.id))
+  RETURNING j.id, j.organization_id, j.queue_name, j.status, j.idempotency_key, j.scheduled_at, true AS created
+),
+standing AS (
+  SELECT k.job_id AS id, k.organization_id, k.idempotency_key, spool.job_status_latest(k.job_id) AS status
+  FROM keys k
+  WHERE NOT k.created
 ),
 -- One history row per (organization, queue, status) of the statement, of
 -- at most 1024 jobs (migration 021), not one per job.
@@ -68,4 +86,7 @@ SELECT i.id, i.organization_id, i.idempotency_key, i.status, i.created,
                  'all', count(DISTINCT (organization_id, queue_name)) > 50,
                  's', (extract(epoch FROM min(scheduled_at) FILTER (WHERE status = 'scheduled')) * 1000)::bigint)::text)
           FROM inserted WHERE created HAVING count(*) > 0) IS NOT NULL AS notified
-FROM inserted i;
+FROM inserted i
+UNION ALL
+SELECT s.id, s.organization_id, s.idempotency_key, s.status, false, false
+FROM standing s;

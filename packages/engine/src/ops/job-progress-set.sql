@@ -9,6 +9,7 @@ WITH owner AS (
   SELECT j.organization_id, j.id, j.queue_name
   FROM spool.jobs j
   WHERE j.organization_id = $1
+    AND j.phase = 'live' -- a finished job holds no lease; the planner prunes jobs_done
     AND j.id = $2
     AND spool.job_fence(j, $3::text, $4::uuid) = 'held'
 ),

@@ -5,7 +5,7 @@
 WITH due AS (
   SELECT id
   FROM spool.jobs
-  WHERE status = 'scheduled' AND scheduled_at <= now()
+  WHERE phase = 'live' AND status = 'scheduled' AND scheduled_at <= now()
   ORDER BY scheduled_at
   LIMIT $1
   FOR UPDATE SKIP LOCKED
@@ -13,7 +13,7 @@ WITH due AS (
 retry_due AS (
   SELECT id
   FROM spool.jobs
-  WHERE in_backoff AND scheduled_at <= now()
+  WHERE phase = 'live' AND in_backoff AND scheduled_at <= now()
   ORDER BY scheduled_at
   LIMIT $1
   FOR UPDATE SKIP LOCKED
@@ -21,13 +21,13 @@ retry_due AS (
 promoted AS (
   UPDATE spool.jobs j
   SET status = 'pending', updated_at = now()
-  WHERE j.id = ANY (ARRAY(SELECT id FROM due))
+  WHERE j.id = ANY (ARRAY(SELECT id FROM due)) AND j.phase = 'live'
   RETURNING j.id, j.organization_id, j.queue_name
 ),
 retried AS (
   UPDATE spool.jobs j
   SET in_backoff = false, updated_at = now()
-  WHERE j.id = ANY (ARRAY(SELECT id FROM retry_due))
+  WHERE j.id = ANY (ARRAY(SELECT id FROM retry_due)) AND j.phase = 'live'
   RETURNING j.id, j.organization_id, j.queue_name
 ),
 history AS (

@@ -13,11 +13,13 @@ WITH target AS (
 released AS (
   UPDATE spool.jobs j
   SET status = t.next_status,
+      phase = CASE WHEN t.next_status = 'cancelled' THEN 'done' ELSE 'live' END,
+      purge_on = CASE WHEN t.next_status = 'cancelled' THEN spool.job_purge_on(j.organization_id, j.queue_name, 'cancelled') ELSE j.purge_on END,
       assigned_worker_id = CASE WHEN t.next_status = 'pending' THEN NULL ELSE j.assigned_worker_id END,
       completed_at = CASE WHEN t.next_status = 'pending' THEN NULL ELSE now() END,
       lease_id = NULL, lease_expires_at = NULL, updated_at = now()
   FROM target t
-  WHERE j.id = t.id
+  WHERE j.id = t.id AND j.phase = 'live'
   RETURNING j.id, j.organization_id, j.queue_name, j.status, j.workflow_id, t.lease_id AS held_lease_id, j.dependents_xid
 ),
 history AS (

@@ -43,6 +43,8 @@ retry_delay AS (
 rescued AS (
   UPDATE spool.jobs j
   SET status = e.next_status,
+      phase = CASE WHEN e.next_status = 'cancelled' THEN 'done' ELSE 'live' END,
+      purge_on = CASE WHEN e.next_status = 'cancelled' THEN spool.job_purge_on(j.organization_id, j.queue_name, 'cancelled') ELSE j.purge_on END,
       retry_count = CASE WHEN e.next_status = 'pending' THEN j.retry_count + 1 ELSE j.retry_count END,
       last_error = CASE WHEN e.timed_out THEN format('Timed out after %s s (timeout_seconds): the server ended the attempt', j.timeout_seconds)
                         ELSE 'Lease expired (worker timeout)' END,
@@ -55,7 +57,7 @@ rescued AS (
       updated_at = now()
   FROM expired e
   LEFT JOIN retry_delay d ON d.id = e.id
-  WHERE j.id = e.id
+  WHERE j.id = e.id AND j.phase = 'live'
   RETURNING j.id, j.organization_id, j.queue_name, j.status, j.retry_count, j.payload, j.last_error, j.workflow_id,
             j.scheduled_at, j.in_backoff, e.timed_out,
             e.lease_id AS held_lease_id, e.assigned_worker_id AS held_worker_id, j.dependents_xid

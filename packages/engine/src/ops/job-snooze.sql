@@ -13,6 +13,7 @@ WITH target AS (
          CASE WHEN j.cancel_requested_at IS NOT NULL THEN 'cancelled' ELSE 'pending' END AS next_status
   FROM spool.jobs j
   WHERE j.organization_id = $1
+    AND j.phase = 'live' -- a finished job holds no lease; the planner prunes jobs_done
     AND j.id = $2
     AND spool.job_fence(j, $3::text, $4::uuid) = 'held'
   FOR UPDATE OF j
@@ -20,6 +21,8 @@ WITH target AS (
 updated AS (
   UPDATE spool.jobs j
   SET status = t.next_status,
+      phase = CASE WHEN t.next_status = 'cancelled' THEN 'done' ELSE 'live' END,
+      purge_on = CASE WHEN t.next_status = 'cancelled' THEN spool.job_purge_on(j.organization_id, j.queue_name, 'cancelled') ELSE j.purge_on END,
       scheduled_at = CASE WHEN t.next_status = 'pending' THEN now() + make_interval(secs => $5) ELSE j.scheduled_at END,
       in_backoff = (t.next_status = 'pending'),
       completed_at = CASE WHEN t.next_status = 'pending' THEN NULL ELSE now() END,
@@ -28,7 +31,7 @@ updated AS (
       lease_expires_at = NULL,
       updated_at = now()
   FROM target t
-  WHERE j.id = t.id
+  WHERE j.id = t.id AND j.phase = 'live'
   RETURNING j.id, j.organization_id, j.queue_name, j.status, j.retry_count, j.scheduled_at, j.workflow_id, t.held_lease_id, j.dependents_xid
 ),
 history AS (

@@ -66,7 +66,7 @@ export async function workerDeregister(db: Db, organizationId: string, id: strin
     if (!worker) return null;
     const releasedJobs = await jobReleaseWorker(client, organizationId, id, 'Worker deregistered');
     return { worker, releasedJobs };
-  });
+  }, { retrySerializationFailure: true });
 }
 
 /** Workers of the organization, most recent heartbeat first. */

@@ -80,16 +80,16 @@ export async function workflowJobs(db: Queryable, organizationId: string, workfl
  * locked before the workflow row, the order completions use, so the two
  * cannot deadlock. A completed workflow → ConflictError.
  */
-export async function workflowCancel(db: Db, organizationId: string, id: string): Promise<WorkflowRow> {
+export async function workflowCancel(db: Db, organizationId: string, id: string, actor: string | null = null): Promise<WorkflowRow> {
   const before = await workflowGet(db, organizationId, id);
   if (!before) throw new NotFoundError('Workflow not found');
   if (before.status === 'completed') throw new ConflictError('Workflow already completed; nothing to cancel');
   await transaction(db, async (client) => {
     const open = await run<{ id: string }>(client, jobIds, [organizationId, id, ['pending', 'scheduled', 'processing']]);
-    if (open.length > 0) await jobCancelMany(client, organizationId, open.map((row) => row.id));
+    if (open.length > 0) await jobCancelMany(client, organizationId, open.map((row) => row.id), actor);
     const marked = await run(client, markCancelled, [organizationId, id]);
     if (marked.length === 0) throw new ConflictError('Workflow already completed; nothing to cancel');
-  });
+  }, { retrySerializationFailure: true });
   return (await workflowGet(db, organizationId, id))!;
 }
 
@@ -98,13 +98,13 @@ export async function workflowCancel(db: Db, organizationId: string, id: string)
  * pending with retry_count 0 (their blocked dependents wait for them again)
  * and the workflow runs again. Any other status → ValidationError (400).
  */
-export async function workflowRetry(db: Db, organizationId: string, id: string): Promise<WorkflowRow> {
+export async function workflowRetry(db: Db, organizationId: string, id: string, actor: string | null = null): Promise<WorkflowRow> {
   const before = await workflowGet(db, organizationId, id);
   if (!before) throw new NotFoundError('Workflow not found');
   if (before.status !== 'failed') throw new ValidationError(`Only failed workflows can be retried; this workflow is ${before.status}`, { status: before.status });
   await transaction(db, async (client) => {
     const failed = await run<{ id: string }>(client, jobIds, [organizationId, id, ['failed', 'deadletter']]);
-    if (failed.length > 0) await jobRetryMany(client, { organizationId, ids: failed.map((row) => row.id), resetRetryCount: true, from: ['failed', 'deadletter'] });
-  });
+    if (failed.length > 0) await jobRetryMany(client, { organizationId, ids: failed.map((row) => row.id), resetRetryCount: true, from: ['failed', 'deadletter'], actor });
+  }, { retrySerializationFailure: true });
   return (await workflowGet(db, organizationId, id))!;
 }

@@ -430,6 +430,35 @@ export interface ProgressParams {
   metadata?: Json | null;
 }
 
+/** One recorded transition or change of a job (`jobs.history`). */
+export interface JobHistoryEntry {
+  /** Position in the history log; increases with time. */
+  id: number;
+  /** What happened: create, claim, complete, fail_retry, fail_final, cancel, retry, lease_expired, timeout, snooze, edit, debounce, replace, … */
+  event: string;
+  fromStatus: JobStatus | null;
+  toStatus: JobStatus | null;
+  workerId: string | null;
+  leaseId: string | null;
+  message: string | null;
+  createdAt: string;
+  /**
+   * The credential that asked for the change (an edit or priority change, a
+   * job key's debounce or replace, or a retry, DLQ replay or purge, cancel,
+   * or workflow cancel or retry through the API): `api_key:<key id>`, or
+   * `api_key:<key id>/session:<session id>` for an access token; null for the
+   * server's own transitions.
+   */
+  actor: string | null;
+  /**
+   * What an `edit`, `debounce` or `replace` changed (`fields`, `from`, `to`,
+   * with the wire's snake_case field names); of a `retry` by a paced DLQ
+   * replay, `replay_id` too; why the server cancelled a job for a
+   * dependency (`reason: 'parent_failed'`, …); null for other events.
+   */
+  details: Record<string, unknown> | null;
+}
+
 export interface JobProgress {
   percent: number | null;
   message: string | null;
@@ -624,6 +653,11 @@ export class JobsResource extends Resource {
   /** Spool extension: appends lines to the log of a job this worker holds (fenced like heartbeat; not retried: a lost answer would write them twice). */
   appendLogs(id: string, params: AppendLogsParams, options?: CallOptions): Promise<AppendLogsResult> {
     return this.call({ method: 'POST', path: `/api/v1/jobs/${seg(id)}/logs`, body: params }, options);
+  }
+
+  /** Spool extension: the job's recorded transitions and changes, oldest first (`limit` 1..1000, default 500). */
+  history(id: string, params: { limit?: number } = {}, options?: CallOptions): Promise<JobHistoryEntry[]> {
+    return this.call({ method: 'GET', path: `/api/v1/jobs/${seg(id)}/history`, query: { ...params } }, options);
   }
 
   /** Spool extension: the progress the job's worker last reported (null when none). */

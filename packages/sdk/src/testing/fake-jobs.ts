@@ -9,6 +9,7 @@ import type { JobStatus } from '@spool/protocol';
 import { createApiError } from '../errors.js';
 import type {
   AddDependenciesResult,
+  JobHistoryEntry,
   BatchResult,
   BulkEnqueueParams,
   BulkEnqueueResult,
@@ -314,6 +315,10 @@ export class FakeJobs implements JobsApi {
 
   async addDependencies(): Promise<AddDependenciesResult> {
     throw new Error('FakeSpoolClient: job dependencies are not simulated');
+  }
+
+  async history(): Promise<JobHistoryEntry[]> {
+    throw new Error('FakeSpoolClient: job history is not simulated');
   }
 
   /** Due jobs of the queue (or of any of the queues) in claim order: priority, then age. */

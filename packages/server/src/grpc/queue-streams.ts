@@ -1,7 +1,7 @@
 import type { ServerDuplexStream, ServerWritableStream } from '@grpc/grpc-js';
 import { ClaimWaiters, claimWithWait } from '../claim-waiters.js';
 import { authorize, type Grant, type LiveAuthorization } from '../authorization.js';
-import { authorizeStream, type GrpcContext } from './call.js';
+import { authorizeStream, canonicalizeCallIds, type GrpcContext } from './call.js';
 import { jobToProto, type ProtoJob } from './convert.js';
 import { statusName, toGrpcFailure, toServiceError } from './errors.js';
 import {
@@ -201,12 +201,13 @@ async function processOne(ctx: GrpcContext, live: LiveAuthorization, request: Pr
         const job = await dequeueOne(ctx, grant('job.claim'), request.dequeue!, interrupt, busy);
         return job ? { job } : { error: { code: 'NO_JOBS', message: 'No jobs available' } };
       }
+      // The unary calls' ids are canonicalized in call.ts; a stream's messages are not unary calls.
       case 'complete':
-        return { complete: await complete(ctx, grant('job.complete'), request.complete!) };
+        return { complete: await complete(ctx, grant('job.complete'), canonicalizeCallIds(request.complete!)) };
       case 'fail':
-        return { fail: await fail(ctx, grant('job.fail'), request.fail!) };
+        return { fail: await fail(ctx, grant('job.fail'), canonicalizeCallIds(request.fail!)) };
       case 'renew_lease':
-        return { renew_lease: await renewLease(ctx, grant('job.heartbeat'), request.renew_lease!) };
+        return { renew_lease: await renewLease(ctx, grant('job.heartbeat'), canonicalizeCallIds(request.renew_lease!)) };
       default:
         return { error: { code: 'INVALID_REQUEST', message: 'Empty request: set one of dequeue, complete, fail, renew_lease' } };
     }

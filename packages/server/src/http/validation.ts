@@ -42,12 +42,32 @@ export function describeValidationError(errors: ErrorObject[] | readonly { insta
     return { message: `${field} is required`, field };
   }
   if (first.keyword === 'additionalProperties' && typeof params.additionalProperty === 'string') {
-    return { message: `${params.additionalProperty} is not allowed here`, field: params.additionalProperty };
+    const field = path ? `${path}.${params.additionalProperty}` : params.additionalProperty;
+    return { message: `${field} is not allowed here`, field };
   }
   const field = path || (part === 'body' ? 'body' : part ?? 'request');
   let detail = first.message ?? 'is invalid';
   if (first.keyword === 'enum' && Array.isArray(params.allowedValues)) detail = `must be one of ${params.allowedValues.join(', ')}`;
+  const choices = first.keyword === 'const' ? unionChoices(errors, first.instancePath ?? '') : null;
+  if (choices) detail = `must be one of ${choices.join(', ')}`;
   return { message: `${field} ${detail}`, field };
+}
+
+/**
+ * A union of literals (`Type.Union([Type.Literal('a'), …])`, maybe with
+ * null) fails as one `const` error per branch, then `anyOf`, all at the
+ * value's path: ajv's own first message ("must be equal to constant") names
+ * none of them. Returns the allowed values, or null for any other shape.
+ */
+function unionChoices(errors: readonly { instancePath?: string; params?: Record<string, unknown>; keyword?: string }[], at: string): string[] | null {
+  const allowed: string[] = [];
+  for (const error of errors) {
+    if ((error.instancePath ?? '') !== at) return null;
+    if (error.keyword === 'const') allowed.push(String(error.params?.allowedValue));
+    else if (error.keyword === 'type' && error.params?.type === 'null') allowed.push('null');
+    else return error.keyword === 'anyOf' && allowed.length > 0 ? allowed : null;
+  }
+  return null;
 }
 
 export type RouteSchema = FastifySchema;

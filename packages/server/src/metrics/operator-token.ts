@@ -27,6 +27,16 @@ export class MetricsOperatorToken {
     return new MetricsOperatorToken(existing.rows[0]!.value, null);
   }
 
+  /**
+   * Undoes a generation whose token was never shown (the start failed before
+   * it could print it, and no file keeps it), so the next start generates and
+   * shows one instead of asking for a token nobody saw. Only this token's row.
+   */
+  async forgetUnshown(db: Db): Promise<void> {
+    if (!this.generated) return;
+    await db.query('DELETE FROM spool.server_settings WHERE name = $1 AND value = $2', [SETTING, this.sha256]);
+  }
+
   matches(presented: string): boolean {
     return sameSecret(digest(presented), this.sha256);
   }

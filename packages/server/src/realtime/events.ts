@@ -1,5 +1,5 @@
 import type { HistoryEvent, LogEvent } from '@spool/engine';
-import { EVENT_NAMES, dottedName } from '@spool/protocol';
+import { EVENT_NAMES, REALTIME_EVENT_NAMES, dottedName } from '@spool/protocol';
 
 export { dottedName };
 
@@ -47,10 +47,20 @@ export function wireType(dotted: string): string {
  * Both spellings are accepted and compared by dotted name.
  */
 export function parseEventFilter(raw: string | undefined | null): Set<string> | null {
-  if (!raw) return null;
-  const names = raw.split(',').map((name) => name.trim()).filter(Boolean);
+  const names = filterNames(raw);
   if (names.length === 0 || names.includes('*')) return null;
   return new Set(names.map(dottedName));
+}
+
+function filterNames(raw: string | undefined | null): string[] {
+  return raw ? raw.split(',').map((name) => name.trim()).filter(Boolean) : [];
+}
+
+const KNOWN = new Set(REALTIME_EVENT_NAMES);
+
+/** Names in a filter that no stream carries, as the client spelled them (a typo, or a webhook-only event). */
+export function unknownEventNames(raw: string | undefined | null): string[] {
+  return filterNames(raw).filter((name) => name !== '*' && !KNOWN.has(dottedName(name)));
 }
 
 export function envelope(type: string, data: Record<string, unknown>, at: Date = new Date()): Envelope {

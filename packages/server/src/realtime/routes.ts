@@ -7,7 +7,9 @@ import type { Operation } from '../authorization.js';
 import { RealtimeAuthorization } from './authorization.js';
 import { errorBody } from '../http/errors.js';
 import { ConnectionRegistry, realtimeCredential } from './connections.js';
-import { dottedName, envelope, parseEventFilter, type RealtimeEvent } from './events.js';
+import { dottedName, envelope, parseEventFilter, unknownEventNames, type RealtimeEvent } from './events.js';
+import { addWarning } from '../http/warnings.js';
+import { ValidationError, REALTIME_EVENT_NAMES } from '@spool/protocol';
 import { RealtimeHub } from './hub.js';
 import { StreamPosition } from './position.js';
 import { SseConnection } from './sse.js';
@@ -61,6 +63,9 @@ function sseRoutes(app: FastifyInstance, rt: RealtimeContext): void {
   app.get<{ Querystring: { events?: string } }>('/events', {
     schema: { tags: ['realtime'], summary: "Server-Sent Events: the organization's job, queue, worker and schedule events (supports Last-Event-ID)", querystring: EventsQuery },
   }, async (request, reply) => {
+    // The contract's filter: an unknown name is kept (it matches nothing) and said in a warning.
+    const unknown = unknownEventNames(request.query.events);
+    if (unknown.length > 0) addWarning(reply, `events: ${unknown.join(', ')} ${unknown.length > 1 ? 'match' : 'matches'} no event a stream carries, so ${unknown.length > 1 ? 'they select' : 'it selects'} nothing (the names: docs/realtime.md)`);
     const { authz, conn } = await openSse(rt, request, reply, 'events.read');
     const filter = parseEventFilter(request.query.events);
     const stream = new EventStream({
@@ -123,6 +128,12 @@ function sseRoutes(app: FastifyInstance, rt: RealtimeContext): void {
   app.get<{ Params: { name: string }; Querystring: { events?: string } }>('/events/queues/:name', {
     schema: { tags: ['realtime'], summary: "Server-Sent Events: a queue's QueueStats every 5 s, its job events and queue.paused/queue.resumed", params: Type.Object({ name: Type.String() }), querystring: EventsQuery },
   }, async (request, reply) => {
+    // Spool's own filter here (the contract has none on this route): an unknown name is a 400.
+    const unknown = unknownEventNames(request.query.events);
+    if (unknown.length > 0) {
+      const shown = unknown.slice(0, 5).map((name) => (name.length > 40 ? `${name.slice(0, 37)}...` : name)).join(', ') + (unknown.length > 5 ? ` and ${unknown.length - 5} more` : '');
+      throw new ValidationError(`events: unknown event name${unknown.length > 1 ? 's' : ''} ${shown}; use dotted or PascalCase names of ${REALTIME_EVENT_NAMES.join(', ')}`, { field: 'events' });
+    }
     const { authz, conn } = await openSse(rt, request, reply, 'queue.read');
     const auth = authz.auth;
     const queueName = request.params.name;

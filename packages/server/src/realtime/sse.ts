@@ -37,6 +37,7 @@ export class SseConnection implements Closable {
     this.#started = true;
     const res = this.#reply.raw;
     res.writeHead(200, {
+      ...this.#replyHeaders(),
       'content-type': 'text/event-stream; charset=utf-8',
       'cache-control': 'no-cache, no-transform',
       connection: 'keep-alive',
@@ -58,9 +59,23 @@ export class SseConnection implements Closable {
     }
     this.#started = true;
     const res = this.#reply.raw;
-    if (!res.headersSent) res.writeHead(status, { 'content-type': 'application/json; charset=utf-8', 'x-request-id': this.#requestId, 'retry-after': '1' });
+    if (!res.headersSent) res.writeHead(status, { ...this.#replyHeaders(), 'content-type': 'application/json; charset=utf-8', 'x-request-id': this.#requestId, 'retry-after': '1' });
     res.end(JSON.stringify(body));
     this.close();
+  }
+
+  /**
+   * What hooks and the route set on the reply before it was hijacked (CORS for a page on another
+   * origin, whose EventSource needs them; Warning for a clamped or ignored parameter): a hijacked
+   * reply's raw writeHead would drop them.
+   */
+  #replyHeaders(): Record<string, string | string[]> {
+    const out: Record<string, string | string[]> = {};
+    for (const [name, value] of Object.entries(this.#reply.getHeaders())) {
+      if (value === undefined) continue;
+      out[name] = Array.isArray(value) ? value.map(String) : String(value);
+    }
+    return out;
   }
 
   get closed(): boolean {

@@ -1,6 +1,6 @@
 import type { FastifyInstance } from 'fastify';
 import { Type } from 'typebox';
-import { clamp, NotFoundError, ValidationError } from '@spool/protocol';
+import { NotFoundError, ValidationError } from '@spool/protocol';
 import {
   apiKeyCreate,
   organizationCreate,
@@ -16,6 +16,7 @@ import {
 } from '@spool/engine';
 import type { AppContext } from '../app.js';
 import { adminCredential, requireAdmin } from '../http/admin-auth.js';
+import { contractChoice, contractInt } from '../http/warnings.js';
 import { allPlans, PLAN_TIERS, planLimits, planLimitsToWire, wirePlanTier } from '../plans.js';
 import { usageInfos } from '../usage.js';
 import { IdParams, nullable } from '../wire/common.js';
@@ -36,6 +37,8 @@ const ListQuery = Type.Object({
   sort_by: Type.Optional(Type.String({ maxLength: 50 })),
   sort_order: Type.Optional(Type.String({ maxLength: 10 })),
 });
+/** What `?plan_tier=` filters by: the stored tiers, `unlimited` included, and soft-deleted organizations. */
+const LISTED_TIERS = [...PLAN_TIERS, 'deleted'] as const;
 const UnlimitedFlag = Type.Boolean({ description: 'extension: on Spool\'s unlimited plan (plan_tier is then sent as enterprise; filter and PATCH with plan_tier=unlimited)' });
 const AdminUsage = Type.Object({ jobs_today: Type.Integer(), active_jobs: Type.Integer(), queues: Type.Integer(), workers: Type.Integer(), api_keys: Type.Integer() });
 const ListResponse = Type.Object({
@@ -91,13 +94,15 @@ async function existing(ctx: AppContext, id: string): Promise<OrganizationRow> {
 function listRoutes(app: FastifyInstance, ctx: AppContext, tags: string[]): void {
   app.get<{ Querystring: { plan_tier?: string; search?: string; limit?: number; offset?: number; sort_by?: string; sort_order?: string } }>('/organizations', {
     schema: { tags, summary: 'Every organization, with usage (enveloped, paged)', querystring: ListQuery, response: { 200: ListResponse } },
-  }, async (request) => {
+  }, async (request, reply) => {
     const q = request.query;
-    const limit = clamp(q.limit ?? 50, 1, 100);
+    const limit = contractInt(reply, 'limit', q.limit, 50, 1, 100);
     const offset = q.offset ?? 0;
-    const sortBy = (ORGANIZATION_SORT_COLUMNS as readonly string[]).includes(q.sort_by ?? '') ? (q.sort_by as (typeof ORGANIZATION_SORT_COLUMNS)[number]) : 'created_at';
-    const sortOrder = q.sort_order?.toLowerCase() === 'asc' ? 'asc' : 'desc';
-    const { rows, total } = await organizationList(ctx.db, { planTier: q.plan_tier || null, search: q.search || null, sortBy, sortOrder, limit, offset });
+    // Like the contract's other lists: an unknown sort or filter value is ignored, and the Warning header says so.
+    const sortBy = contractChoice(reply, 'sort_by', q.sort_by, ORGANIZATION_SORT_COLUMNS, 'sorted by created_at') ?? 'created_at';
+    const sortOrder = contractChoice(reply, 'sort_order', q.sort_order?.toLowerCase(), ['asc', 'desc'] as const, 'sorted descending') ?? 'desc';
+    const planTier = contractChoice(reply, 'plan_tier', q.plan_tier, LISTED_TIERS);
+    const { rows, total } = await organizationList(ctx.db, { planTier, search: q.search || null, sortBy, sortOrder, limit, offset });
     const usage = await usageInfos(ctx.db, rows);
     const organizations = rows.map((row) => {
       const u = usage.get(row.id)!.usage;

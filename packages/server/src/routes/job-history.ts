@@ -19,7 +19,7 @@ const HistoryEntrySchema = Type.Object({
   message: NullableString,
   created_at: Type.String({ format: 'date-time' }),
   actor: Type.Union([Type.String(), Type.Null()], {
-    description: 'extension: the credential that asked for the change (an edit, or a retry, DLQ replay or cancel through the API): api_key:<key id>, or api_key:<key id>/session:<session id> for an access token; null for the server\'s own transitions and for rows written before Spool recorded it',
+    description: 'extension: the credential that asked for the change (an edit or priority change, a job key\'s debounce or replace, or a retry, DLQ replay or purge, cancel, or workflow cancel or retry through the API): api_key:<key id>, or api_key:<key id>/session:<session id> for an access token; null for the server\'s own transitions and for rows written before Spool recorded it',
   }),
   details: Type.Union([Type.Object({
     reason: Type.Literal('parent_failed'),

@@ -51,7 +51,7 @@ function progressToWire(row: JobProgress): Static<typeof ProgressSchema> {
 const LIST_MAX = JOB_LOG_LIMITS.linesPerJob;
 
 /**
- * Extension (issue 20 §3): a running job's progress and log lines, reported
+ * Extension: a running job's progress and log lines, reported
  * by the worker holding it and fenced like its heartbeat (404 not owned, 409
  * LEASE_EXPIRED for a stale lease), kept beside the job and deleted with it.
  */

@@ -102,6 +102,7 @@ export function jobDlqRoutes(app: FastifyInstance, ctx: AppContext): void {
       queueName: body.queue_name ?? null,
       olderThan: body.older_than ? new Date(body.older_than) : null,
       limit: body.limit ?? 10_000,
+      actor: actorOf(grant.auth),
     });
     return { purged_count: purged };
   });

@@ -1,6 +1,6 @@
 import type { FastifyInstance, FastifyReply } from 'fastify';
 import { Type, type Static } from 'typebox';
-import { LIMITS, PayloadTooLargeError, ValidationError, clamp } from '@spool/protocol';
+import { LIMITS, PayloadTooLargeError, ValidationError } from '@spool/protocol';
 import { jobClaimOutcome, jobClaimQueuesOutcome, jobCompleteMany, jobFailMany, jobHeartbeat, jobSnooze, type FenceFailure } from '@spool/engine';
 import { ClaimWaiters, claimWithWait } from '../claim-waiters.js';
 import type { AppContext } from '../app.js';
@@ -11,6 +11,7 @@ import { IdParams, QueueName, jsonBytes, nullable } from '../wire/common.js';
 import { JobSchema, jobToWire } from '../wire/job.js';
 import { parentTraceHeaders } from '../http/trace-context.js';
 import { endOnFailure, recordClaimSpan, startSettleTrace } from '../trace-spans.js';
+import { contractInt } from '../http/warnings.js';
 
 const WorkerId = Type.String({ minLength: 1, maxLength: 255 });
 const LeaseId = Type.Optional(nullable(Type.String({ maxLength: 100 })));
@@ -182,8 +183,9 @@ export function jobWorkerRoutes(app: FastifyInstance, ctx: AppContext): void {
     }
     const queues = body.queue_names ?? [body.queue_name!];
     const startTime = ctx.tracing ? Date.now() : 0;
-    const limit = clamp(body.limit ?? 1, 1, LIMITS.claimLimitMax);
-    const leaseSeconds = body.lease_duration_secs ?? LIMITS.leaseSecondsDefault;
+    // The contract clamps these; the Warning header says when it did.
+    const limit = contractInt(reply, 'limit', body.limit, 1, 1, LIMITS.claimLimitMax);
+    const leaseSeconds = contractInt(reply, 'lease_duration_secs', body.lease_duration_secs, LIMITS.leaseSecondsDefault, LIMITS.leaseSecondsMin, LIMITS.leaseSecondsMax);
     // One queue, whichever field named it, is the single-queue claim.
     const claim = () => ctx.metrics.timeClaim(() => queues.length === 1
       ? jobClaimOutcome(ctx.db, { organizationId: auth.organizationId, queueName: queues[0]!, workerId: body.worker_id, limit, leaseSeconds })
@@ -293,7 +295,8 @@ export function jobWorkerRoutes(app: FastifyInstance, ctx: AppContext): void {
     const id = request.params.id.toLowerCase();
     const body = request.body;
     const outcome = await jobHeartbeat(ctx.db, {
-      organizationId, id, workerId: body.worker_id, leaseId: body.lease_id, leaseSeconds: body.lease_duration_secs ?? LIMITS.leaseSecondsDefault,
+      organizationId, id, workerId: body.worker_id, leaseId: body.lease_id,
+      leaseSeconds: contractInt(reply, 'lease_duration_secs', body.lease_duration_secs, LIMITS.leaseSecondsDefault, LIMITS.leaseSecondsMin, LIMITS.leaseSecondsMax),
     });
     if (!outcome.ok) return refuse(reply, outcome.reason, id, body.lease_id != null);
     return {

@@ -398,12 +398,14 @@ export function jobRoutes(app: FastifyInstance, ctx: AppContext): void {
     schema: {
       tags: ['jobs'],
       summary: 'Change the priority of a pending or scheduled job (else 404)',
+      description: 'A change is recorded in the job\'s history as PATCH /jobs/{id} records one: event `edit`, the credential as `actor`, details {fields: ["priority"], from, to}.',
       params: IdParams,
       body: Type.Object({ priority: Priority }),
       response: { 200: Type.Object({ job_id: Type.String(), old_priority: Type.Integer(), new_priority: Type.Integer() }) },
     },
   }, async (request) => {
-    const changed = await jobSetPriority(ctx.db, grantOf(request).organizationId, request.params.id, request.body.priority);
+    const grant = grantOf(request);
+    const changed = await jobSetPriority(ctx.db, grant.organizationId, request.params.id, request.body.priority, actorOf(grant.auth));
     if (!changed) throw new NotFoundError('No pending or scheduled job with this id', { job_id: request.params.id });
     return { job_id: request.params.id, old_priority: changed.oldPriority, new_priority: changed.newPriority };
   });

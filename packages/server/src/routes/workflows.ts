@@ -4,6 +4,7 @@ import { NotFoundError } from '@spool/protocol';
 import { workflowCancel, workflowCreate, workflowGet, workflowJobs, workflowList, workflowRetry, workflowTopologicalOrder } from '@spool/engine';
 import type { AppContext } from '../app.js';
 import type { Grant } from '../authorization.js';
+import { actorOf } from '../http/auth.js';
 import { grantOf } from '../http/route-authorization.js';
 import { contractChoice, contractInt } from '../http/warnings.js';
 import { withinPlanLimit } from '../http/plan-limits.js';
@@ -172,7 +173,7 @@ export function workflowRoutes(app: FastifyInstance, ctx: AppContext): void {
   }, async (request) => {
     const grant = grantOf(request);
     await loadWorkflow(ctx, grant, request.params.id);
-    return workflowToWire(await workflowCancel(ctx.db, grant.organizationId, request.params.id));
+    return workflowToWire(await workflowCancel(ctx.db, grant.organizationId, request.params.id, actorOf(grant.auth)));
   });
 
   app.post<{ Params: { id: string } }>('/workflows/:id/retry', {
@@ -181,7 +182,7 @@ export function workflowRoutes(app: FastifyInstance, ctx: AppContext): void {
   }, async (request) => {
     const grant = grantOf(request);
     await loadWorkflow(ctx, grant, request.params.id);
-    return workflowToWire(await workflowRetry(ctx.db, grant.organizationId, request.params.id));
+    return workflowToWire(await workflowRetry(ctx.db, grant.organizationId, request.params.id, actorOf(grant.auth)));
   });
 
   app.get<{ Params: { id: string } }>('/workflows/:id/jobs', {

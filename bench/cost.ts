@@ -24,6 +24,7 @@ import { loadavg } from 'node:os';
 import pg from 'pg';
 import { startScratchPostgres } from '../test-support/scratch-postgres.js';
 import { jobLives, renderJobLife } from './lib/job-life.js';
+import { HOT_KEYS, renderKeyCost } from './lib/key-cost.js';
 import { GraphileSystem } from './systems/graphile.js';
 import { PgBossSystem } from './systems/pgboss.js';
 import { SpoolSystem } from './systems/spool.js';
@@ -164,11 +165,11 @@ async function phases(sys: BenchSystem, meter: Meter): Promise<PhaseCost[]> {
   await run('drain', JOBS, () => sys.preload(JOBS, 1000), () => sys.drain(JOBS, 1));
   if (sys instanceof SpoolSystem && sys.name === 'spool') {
     // What a job_key costs per single enqueue (docs/jobs-api.md, "Job keys"), against enqueue-single:
-    // dedupe of new keys (every call creates), dedupe of 20 hot keys (all but 20 calls find the job),
-    // debounce of 20 hot keys (all but 20 calls move the waiting job).
+    // dedupe of new keys (every call creates), dedupe of HOT_KEYS keys (all but HOT_KEYS calls find the job),
+    // debounce of HOT_KEYS keys (all but HOT_KEYS calls move the waiting job); bench/lib/key-cost.ts compares them.
     await run('enqueue-dedupe-new', SINGLE, async () => {}, () => sys.enqueueSingleKeyed(SINGLE, 8, (i) => ({ key: `k${i}`, mode: 'dedupe' })));
-    await run('enqueue-dedupe-hit', SINGLE, async () => {}, () => sys.enqueueSingleKeyed(SINGLE, 8, (i) => ({ key: `k${i % 20}`, mode: 'dedupe' })));
-    await run('enqueue-debounce', SINGLE, async () => {}, () => sys.enqueueSingleKeyed(SINGLE, 8, (i) => ({ key: `k${i % 20}`, mode: 'debounce', window_secs: 60 })));
+    await run('enqueue-dedupe-hit', SINGLE, async () => {}, () => sys.enqueueSingleKeyed(SINGLE, 8, (i) => ({ key: `k${i % HOT_KEYS}`, mode: 'dedupe' })));
+    await run('enqueue-debounce', SINGLE, async () => {}, () => sys.enqueueSingleKeyed(SINGLE, 8, (i) => ({ key: `k${i % HOT_KEYS}`, mode: 'debounce', window_secs: 60 })));
   }
   return out;
 }
@@ -204,6 +205,8 @@ export function renderCost(all: PhaseCost[], context: string[]): string {
   // The section ends with a blank line of its own; the next one starts with one.
   const life = renderJobLife(all);
   if (life.length) lines.push('', ...life.slice(0, -1));
+  const keys = renderKeyCost(all);
+  if (keys.length) lines.push('', ...keys.slice(0, -1));
   lines.push('', '## Drain split by operation (per job, pg_stat_statements)', '',
     '| system | operation | statements | buffers hit | dirtied | WAL records | WAL bytes |', '| --- | --- | --- | --- | --- | --- | --- |');
   for (const c of all.filter((x) => x.phase === 'drain')) {

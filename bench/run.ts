@@ -174,10 +174,13 @@ async function runSpoolOnly(sys: SpoolSystem): Promise<void> {
 
 /** S6 fixture: finished jobs (with their history) in the same queue, loaded in one statement, as they are (job-fixtures.ts). */
 async function retainFinished(sys: SpoolSystem, rows: number): Promise<void> {
+  // Straight into the partition of the day their window ends (made first, so none lands in the default partition).
+  const purgeOn = `spool.job_purge_on($1, 'bench', 'completed', now() - interval '1 hour')`;
+  await sys.db.query(`SELECT spool.jobs_done_partition_ensure(${purgeOn})`, [sys.organizationId]);
   await loadJobsAsIs(sys.db, (c) => c.query(`
     WITH j AS (
-      INSERT INTO spool.jobs (organization_id, queue_name, status, payload, created_at, started_at, completed_at)
-      SELECT $1, 'bench', 'completed', jsonb_build_object('i', g), now() - interval '2 hours', now() - interval '1 hour', now() - interval '1 hour'
+      INSERT INTO spool.jobs (organization_id, queue_name, status, phase, purge_on, payload, created_at, started_at, completed_at)
+      SELECT $1, 'bench', 'completed', 'done', (SELECT ${purgeOn}), jsonb_build_object('i', g), now() - interval '2 hours', now() - interval '1 hour', now() - interval '1 hour'
       FROM generate_series(1, $2::int) g
       RETURNING id, organization_id, queue_name
     )

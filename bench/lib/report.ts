@@ -1,6 +1,7 @@
 import { existsSync, readFileSync } from 'node:fs';
 import { find, type Metric, type ResultRow } from './results.js';
 import { renderJobLife } from './job-life.js';
+import { renderKeyCost } from './key-cost.js';
 import type { SteadyPlan } from './steady.js';
 
 export interface ReportContext {
@@ -273,7 +274,7 @@ interface CostPhase {
   walBytes: number;
   walRecordBytes: number;
   indexEntries: Record<string, number>;
-  statements: { op: string; hit: number }[];
+  statements: { op: string; hit: number; calls: number }[];
 }
 
 /** Per-job database cost from the last `npm run bench -- --cost`: counts that do not depend on machine load. */
@@ -286,6 +287,6 @@ function costSection(phases: CostPhase[]): string[] {
     const hit = c.statements.filter((st) => st.op !== 'harness' && st.op !== 'background').reduce((a, st) => a + st.hit, 0) / c.jobs;
     lines.push(`| ${c.system} | ${c.phase} | ${Math.round(c.walBytes / c.jobs).toLocaleString('en-US')} | ${Math.round(c.walRecordBytes / c.jobs).toLocaleString('en-US')} | ${idx.toFixed(1)} | ${hit.toFixed(1)} |`);
   }
-  lines.push('', ...renderJobLife(phases, '###'));
+  lines.push('', ...renderJobLife(phases, '###'), ...renderKeyCost(phases, '###'));
   return lines;
 }

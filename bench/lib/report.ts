@@ -267,7 +267,7 @@ export function renderReport(rows: ResultRow[], ctx: ReportContext): string {
 }
 
 /** The fields of bench/results/cost.json (bench/cost.ts) that the summary needs. */
-interface CostPhase {
+export interface CostPhase {
   system: string;
   phase: string;
   jobs: number;
@@ -278,7 +278,7 @@ interface CostPhase {
 }
 
 /** Per-job database cost from the last `npm run bench -- --cost`: counts that do not depend on machine load. */
-function costSection(phases: CostPhase[]): string[] {
+export function costSection(phases: CostPhase[]): string[] {
   const lines = ['## Per-job database cost', '',
     'From `npm run bench -- --cost` (bench/results/cost.md has every statement; method and analysis in docs/performance.md). Counts, not times: they do not depend on machine load.', '',
     '| system | phase | WAL bytes | WAL bytes w/o full-page images | index entries | buffers hit (job path) |', '| --- | --- | --- | --- | --- | --- |'];

@@ -43,11 +43,11 @@ async function timed<T>(label: string, fn: () => Promise<T>): Promise<T> {
 async function load(db: pg.Pool, org: string): Promise<void> {
   // Finished rows loaded as they are, not walked through claim and complete (job-fixtures.ts).
   // Straight into the partition of the day their window ends (made first, so none lands in the default partition).
-  const purgeOn = `spool.job_purge_on($1, $2, 'completed', now() - interval '2 days')`;
+  const purgeOn = `spool.job_purge_on($1, $2::text, 'completed', now() - interval '2 days')`;
   await db.query(`SELECT spool.jobs_done_partition_ensure(${purgeOn})`, [org, QUEUE]);
   await timed(`insert ${FINISHED} completed`, () => loadJobsAsIs(db, (c) => c.query(`
     INSERT INTO spool.jobs (organization_id, queue_name, status, phase, purge_on, payload, result, created_at, started_at, completed_at, updated_at)
-    SELECT $1, $2, 'completed', 'done', (SELECT ${purgeOn}), jsonb_build_object('n', i), '{"ok":true}'::jsonb,
+    SELECT $1, $2::text, 'completed', 'done', (SELECT ${purgeOn}), jsonb_build_object('n', i), '{"ok":true}'::jsonb,
            now() - interval '2 days' + i * interval '1 ms', now() - interval '2 days' + i * interval '1 ms',
            now() - interval '2 days' + i * interval '1 ms' + interval '5 ms', now() - interval '1 day'
     FROM generate_series(1, $3::int) AS i`, [org, QUEUE, FINISHED])));

@@ -5,6 +5,12 @@ import { fileURLToPath } from 'node:url';
 import { chromium, type Browser, type BrowserContext, type Page } from 'playwright-core';
 
 /** Screenshots of every page land here (git-ignored). */
+/**
+ * Each browser scenario's own time limit. A limit on the whole file would be
+ * a sum of scenarios that grows with every one added and trips on a busy
+ * machine; a limit per scenario still stops a hung page.
+ */
+export const SCENARIO = { timeout: 90_000 };
 export const ARTIFACTS = fileURLToPath(new URL('../test-artifacts/', import.meta.url));
 
 const CHROMIUM = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium';

@@ -8,7 +8,7 @@ import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import type { Browser } from 'playwright-core';
 import { startTestServer, type TestServer } from '../../../test-support/server.js';
-import { launchBrowser, openDashboard, signIn, waitForLive, type DashboardPage } from './browser.js';
+import { SCENARIO, launchBrowser, openDashboard, signIn, waitForLive, type DashboardPage } from './browser.js';
 
 let server: TestServer;
 let browser: Browser;
@@ -45,8 +45,8 @@ async function deadLetter(queue: string, error: string): Promise<string> {
   return id;
 }
 
-describe('dashboard lists', { timeout: 180_000 }, () => {
-  it('Overview: the oldest-pending axis is wide enough for "1 min 20 s", and one sample spans minutes, not years', async () => {
+describe('dashboard lists', () => {
+  it('Overview: the oldest-pending axis is wide enough for "1 min 20 s", and one sample spans minutes, not years', SCENARIO, async () => {
     const { id } = await api('POST', '/jobs', { queue_name: 'old-q', payload: {} });
     // A job that has waited 100 s, without the test waiting 100 s. Which step uPlot picks depends on
     // the chart's height: 15 s or 30 s steps give a "1 min N s" label (the widest kind), 1 min steps
@@ -71,7 +71,7 @@ describe('dashboard lists', { timeout: 180_000 }, () => {
     d.assertNoConsoleErrors();
   });
 
-  it("the Overview and a queue's page chart the server's history: last hour, day and week, no years, kept current", async () => {
+  it("the Overview and a queue's page chart the server's history: last hour, day and week, no years, kept current", SCENARIO, async () => {
     const queue = 'hist-q';
     await api('POST', '/jobs/bulk', { queue_name: queue, default_max_retries: 0, jobs: Array.from({ length: 7 }, (_, i) => ({ payload: { i } })) });
     const { jobs } = await api('POST', '/jobs/claim', { queue_name: queue, worker_id: 'hist-worker', limit: 6 });
@@ -148,7 +148,7 @@ describe('dashboard lists', { timeout: 180_000 }, () => {
     d.assertNoConsoleErrors();
   });
 
-  it('dead letters show their error; on a phone the row actions are on screen', async () => {
+  it('dead letters show their error; on a phone the row actions are on screen', SCENARIO, async () => {
     const id = await deadLetter('err-q', 'SMTP 554: mailbox unavailable');
     const d = await signedIn('/dead-letters?queue=err-q');
     const row = d.page.locator(`tr[data-job-id="${id}"]`);
@@ -167,7 +167,7 @@ describe('dashboard lists', { timeout: 180_000 }, () => {
     phone.assertNoConsoleErrors();
   });
 
-  it('jobs list: counts by status, a payload preview, and retry / cancel of the selected jobs', async () => {
+  it('jobs list: counts by status, a payload preview, and retry / cancel of the selected jobs', SCENARIO, async () => {
     const failed = await deadLetter('bulk-q', 'boom');
     const second = await deadLetter('bulk-q', 'boom again');
     const { id: waiting } = await api('POST', '/jobs', { queue_name: 'bulk-q', payload: { greeting: 'hello preview' } });
@@ -201,7 +201,7 @@ describe('dashboard lists', { timeout: 180_000 }, () => {
     d.assertNoConsoleErrors();
   });
 
-  it('jobs list: cancel all jobs matching the filters, across pages, with progress', async () => {
+  it('jobs list: cancel all jobs matching the filters, across pages, with progress', SCENARIO, async () => {
     // 120 pending jobs: more than a page of the list (50) and of one listing call (100).
     await api('POST', '/jobs/bulk', { queue_name: 'all-q', jobs: Array.from({ length: 120 }, (_, i) => ({ payload: { i } })) });
     const { id: other } = await api('POST', '/jobs', { queue_name: 'all-other-q', payload: {} });
@@ -223,7 +223,7 @@ describe('dashboard lists', { timeout: 180_000 }, () => {
     d.assertNoConsoleErrors();
   });
 
-  it('workers are named by hostname, in the list and on the job they run', async () => {
+  it('workers are named by hostname, in the list and on the job they run', SCENARIO, async () => {
     const { id: workerId } = await api('POST', '/workers/register', { queue_name: 'host-q', hostname: 'render-box-7.local', max_concurrency: 2 });
     const { id: jobId } = await api('POST', '/jobs', { queue_name: 'host-q', payload: {} });
     await api('POST', '/jobs/claim', { queue_name: 'host-q', worker_id: workerId });

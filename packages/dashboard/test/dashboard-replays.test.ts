@@ -8,7 +8,7 @@ import { after, before, describe, it } from 'node:test';
 import type { Browser } from 'playwright-core';
 import { startTestServer, type TestServer } from '../../../test-support/server.js';
 import { loadDeadLetters } from '../../../test-support/job-fixtures.js';
-import { launchBrowser, openDashboard, signIn, type DashboardPage } from './browser.js';
+import { SCENARIO, launchBrowser, openDashboard, signIn, type DashboardPage } from './browser.js';
 
 let server: TestServer;
 let browser: Browser;
@@ -31,8 +31,8 @@ async function signedIn(path: string): Promise<DashboardPage> {
   return d;
 }
 
-describe('paced DLQ replays in the dashboard', { timeout: 120_000 }, () => {
-  it('"Replay all (paced)" replays the queue at the chosen pace, and its progress bar reaches 100 %', async () => {
+describe('paced DLQ replays in the dashboard', () => {
+  it('"Replay all (paced)" replays the queue at the chosen pace, and its progress bar reaches 100 %', SCENARIO, async () => {
     await loadDeadLetters(server.spool.db, server.organizationId, 'paced-q', 150);
     const d = await signedIn('/dead-letters?queue=paced-q');
     const page = d.page;
@@ -73,7 +73,7 @@ describe('paced DLQ replays in the dashboard', { timeout: 120_000 }, () => {
     d.assertNoConsoleErrors();
   });
 
-  it('a running replay is cancelled from the list; the job timeline names the replay', async () => {
+  it('a running replay is cancelled from the list; the job timeline names the replay', SCENARIO, async () => {
     const ids = await loadDeadLetters(server.spool.db, server.organizationId, 'slow-q', 40);
     const started = await server.request('POST', '/api/v1/jobs/dlq/replays', { body: { queue_name: 'slow-q', per_second: 2 } });
     assert.equal(started.status, 202);

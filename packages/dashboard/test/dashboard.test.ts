@@ -9,7 +9,7 @@ import { createHmac, randomBytes } from 'node:crypto';
 import { after, before, describe, it } from 'node:test';
 import type { Browser, Page } from 'playwright-core';
 import { startTestServer, type TestServer } from '../../../test-support/server.js';
-import { launchBrowser, openDashboard, signIn, waitForLive, type DashboardPage } from './browser.js';
+import { SCENARIO, launchBrowser, openDashboard, signIn, waitForLive, type DashboardPage } from './browser.js';
 
 let server: TestServer;
 let browser: Browser;
@@ -60,8 +60,8 @@ async function heading(page: Page, name: string): Promise<void> {
   await page.getByRole('heading', { level: 1, name }).waitFor();
 }
 
-describe('dashboard', { timeout: 180_000 }, () => {
-  it('signs in with an API key, keeps the session across reloads, and signs out', async () => {
+describe('dashboard', () => {
+  it('signs in with an API key, keeps the session across reloads, and signs out', SCENARIO, async () => {
     const d = await dashboard();
     const { page } = d;
     await page.goto('/jobs?status=failed');
@@ -87,7 +87,7 @@ describe('dashboard', { timeout: 180_000 }, () => {
     d.assertNoConsoleErrors([/status of 401/]);
   });
 
-  it('shows a job enqueued through the API without reloading, then its timeline as it runs', async () => {
+  it('shows a job enqueued through the API without reloading, then its timeline as it runs', SCENARIO, async () => {
     const d = await signedIn('/jobs?queue=live-q');
     const { page } = d;
     await waitForLive(page);
@@ -115,7 +115,7 @@ describe('dashboard', { timeout: 180_000 }, () => {
     d.assertNoConsoleErrors();
   });
 
-  it("shows a job's key and the debounce that changed it", async () => {
+  it("shows a job's key and the debounce that changed it", SCENARIO, async () => {
     const jobKey = { key: 'doc-42', mode: 'debounce', window_secs: 300 };
     const { id } = await api('POST', '/jobs', { queue_name: 'keyed-q', payload: { rev: 1 }, job_key: jobKey });
     const again = await api('POST', '/jobs', { queue_name: 'keyed-q', payload: { rev: 2 }, job_key: jobKey });
@@ -131,7 +131,7 @@ describe('dashboard', { timeout: 180_000 }, () => {
     d.assertNoConsoleErrors();
   });
 
-  it("shows a running job's progress and log lines live on its page", async () => {
+  it("shows a running job's progress and log lines live on its page", SCENARIO, async () => {
     const { id } = await api('POST', '/jobs', { queue_name: 'report-q', payload: { video: 'intro.mp4' } });
     const [claimed] = (await api('POST', '/jobs/claim', { queue_name: 'report-q', worker_id: 'ui-encoder' })).jobs;
     const worker = { worker_id: 'ui-encoder', lease_id: claimed.lease_id };
@@ -163,7 +163,7 @@ describe('dashboard', { timeout: 180_000 }, () => {
     d.assertNoConsoleErrors();
   });
 
-  it('replays a dead-lettered job from the dead-letter page', async () => {
+  it('replays a dead-lettered job from the dead-letter page', SCENARIO, async () => {
     const { id } = await api('POST', '/jobs', { queue_name: 'dlq-q', payload: { n: 1 }, max_retries: 0 });
     const [claimed] = (await api('POST', '/jobs/claim', { queue_name: 'dlq-q', worker_id: 'w-dlq' })).jobs;
     await api('POST', `/jobs/${id}/fail`, { worker_id: 'w-dlq', lease_id: claimed.lease_id, error: 'smtp timeout after 30 s' });
@@ -186,7 +186,7 @@ describe('dashboard', { timeout: 180_000 }, () => {
     d.assertNoConsoleErrors();
   });
 
-  it("edits a dead-lettered job's payload from its page; it stays dead-lettered and the edit is in its history", async () => {
+  it("edits a dead-lettered job's payload from its page; it stays dead-lettered and the edit is in its history", SCENARIO, async () => {
     const { id } = await api('POST', '/jobs', { queue_name: 'edit-q', payload: { to: 'old@example.com' }, max_retries: 0 });
     const [claimed] = (await api('POST', '/jobs/claim', { queue_name: 'edit-q', worker_id: 'w-edit' })).jobs;
     await api('POST', `/jobs/${id}/fail`, { worker_id: 'w-edit', lease_id: claimed.lease_id, error: 'bad address' });
@@ -205,7 +205,7 @@ describe('dashboard', { timeout: 180_000 }, () => {
     d.assertNoConsoleErrors();
   });
 
-  it('configures flow control for a queue: rate limit, burst, per-key limit, fair share with weights', async () => {
+  it('configures flow control for a queue: rate limit, burst, per-key limit, fair share with weights', SCENARIO, async () => {
     await api('PUT', '/queues/flow-q/config', { max_retries: 2 });
     const d = await signedIn('/queues');
     const { page } = d;
@@ -227,7 +227,7 @@ describe('dashboard', { timeout: 180_000 }, () => {
     d.assertNoConsoleErrors();
   });
 
-  it('pauses and resumes a queue', async () => {
+  it('pauses and resumes a queue', SCENARIO, async () => {
     await api('PUT', '/queues/pause-q/config', { max_retries: 2 });
     await api('POST', '/jobs', { queue_name: 'pause-q', payload: {} });
     const d = await signedIn('/queues');
@@ -248,7 +248,7 @@ describe('dashboard', { timeout: 180_000 }, () => {
     d.assertNoConsoleErrors();
   });
 
-  it("explains why a job of a paused queue is not running, and updates when the queue resumes", async () => {
+  it("explains why a job of a paused queue is not running, and updates when the queue resumes", SCENARIO, async () => {
     await api('POST', '/queues/why-q/pause', { reason: 'db migration' });
     const { id } = await api('POST', '/jobs', { queue_name: 'why-q', payload: {}, scheduled_at: new Date(Date.now() + 3_600_000).toISOString() });
     const d = await signedIn(`/jobs/${id}`);
@@ -267,7 +267,7 @@ describe('dashboard', { timeout: 180_000 }, () => {
     d.assertNoConsoleErrors();
   });
 
-  it('creates a schedule with a live preview of its next fire times', async () => {
+  it('creates a schedule with a live preview of its next fire times', SCENARIO, async () => {
     const d = await signedIn('/schedules');
     const { page } = d;
     await page.getByRole('button', { name: 'New schedule' }).click();
@@ -302,7 +302,7 @@ describe('dashboard', { timeout: 180_000 }, () => {
     d.assertNoConsoleErrors([/status of 400/]);
   });
 
-  it('shows the queue doctor to the operator with the admin key', async () => {
+  it('shows the queue doctor to the operator with the admin key', SCENARIO, async () => {
     const d = await signedIn('/operator');
     const { page } = d;
     await page.getByLabel('Admin key').fill('wrong-key');
@@ -317,7 +317,7 @@ describe('dashboard', { timeout: 180_000 }, () => {
     d.assertNoConsoleErrors([/status of 401/]);
   });
 
-  it('creates a key limited to queues and a role', async () => {
+  it('creates a key limited to queues and a role', SCENARIO, async () => {
     const d = await dashboard();
     const { page } = d;
     await signIn(page, server.apiKey);
@@ -337,7 +337,7 @@ describe('dashboard', { timeout: 180_000 }, () => {
     d.assertNoConsoleErrors();
   });
 
-  it('ends the session when its API key is revoked', async () => {
+  it('ends the session when its API key is revoked', SCENARIO, async () => {
     const created = await api('POST', '/api-keys', { name: 'revoke me' });
     const d = await dashboard();
     const { page } = d;
@@ -356,7 +356,7 @@ describe('dashboard', { timeout: 180_000 }, () => {
     d.assertNoConsoleErrors([/status of 401/]);
   });
 
-  it('sets the GitHub signing secret and replaces the webhook token from Settings', async () => {
+  it('sets the GitHub signing secret and replaces the webhook token from Settings', SCENARIO, async () => {
     const d = await signedIn('/settings');
     const { page } = d;
     const section = page.getByTestId('incoming-webhooks');
@@ -390,7 +390,7 @@ describe('dashboard', { timeout: 180_000 }, () => {
     d.assertNoConsoleErrors();
   });
 
-  it('renders every page, on a wide and a narrow screen', async () => {
+  it('renders every page, on a wide and a narrow screen', SCENARIO, async () => {
     await api('POST', '/workers/register', { queue_name: 'live-q', hostname: 'worker-1.local', max_concurrency: 8 });
     const workflow = await server.request('POST', '/api/v1/workflows', {
       body: {

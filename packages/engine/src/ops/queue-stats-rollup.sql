@@ -13,8 +13,14 @@
 -- expired = jobs whose expires_at passed before they ran. An edit counts
 -- nothing: a dead-lettered job edited stays dead-lettered (migration 031).
 --
--- Durations read the jobs of the rows (primary-key lookups; nothing is
--- written per job):
+-- Durations read the jobs of the rows (nothing is written per job). Each
+-- history row's jobs are looked up together, `id = ANY (job_ids)`: one index
+-- scan per row and partition of spool.jobs, and likewise one scan of the job
+-- index for the row's re-runs. A batch's ids are neighbours in the primary
+-- key (UUIDv7), so on PostgreSQL 17 and later such a scan reads a few leaf
+-- pages instead of descending once per job into every day partition, which
+-- a read by id cannot prune (docs/performance.md, "The history rollup's
+-- reads"):
 -- - wait, for first claims (routine claim rows): from when the job became
 --   runnable (created_at, or scheduled_at when it was due later) to the
 --   claim. A re-run's claim has no wait: the job row keeps neither when it
@@ -51,27 +57,30 @@ counts AS (
   FROM kept
   GROUP BY organization_id, queue_name, minute
 ),
+-- The latest claim row of its own (a re-run's) of each completed job
+-- before its completion row. A job that ran once has none.
+reruns AS (
+  SELECT DISTINCT ON (k.id, h.job_id) k.id AS row_id, h.job_id, h.created_at
+  FROM kept k
+  JOIN spool.job_history h
+    ON h.organization_id = k.organization_id AND h.job_id = ANY (coalesce(k.job_ids, ARRAY[k.job_id]))
+   AND h.event = 'claim' AND h.id < k.id
+  WHERE k.event = 'complete'
+  ORDER BY k.id, h.job_id, h.id DESC
+),
 samples AS (
   SELECT k.organization_id, k.queue_name, k.minute, 'wait' AS kind,
          greatest(0, extract(epoch FROM k.created_at - CASE WHEN j.scheduled_at > j.created_at AND j.scheduled_at <= k.created_at
                                                              THEN j.scheduled_at ELSE j.created_at END) * 1000)::float8 AS ms
   FROM kept k
-  CROSS JOIN LATERAL unnest(k.job_ids) AS x(id)
-  JOIN spool.jobs j ON j.id = x.id
+  JOIN spool.jobs j ON j.id = ANY (k.job_ids)
   WHERE k.event = 'claim' AND k.job_ids IS NOT NULL
   UNION ALL
   SELECT k.organization_id, k.queue_name, k.minute, 'run',
          greatest(0, extract(epoch FROM k.created_at - coalesce(rerun.created_at, j.started_at)) * 1000)::float8
   FROM kept k
-  CROSS JOIN LATERAL unnest(coalesce(k.job_ids, ARRAY[k.job_id])) AS x(id)
-  JOIN spool.jobs j ON j.id = x.id
-  -- A job that ran once has no claim row of its own: one probe of the job index finds none.
-  LEFT JOIN LATERAL (
-    SELECT h.created_at FROM spool.job_history h
-    WHERE h.organization_id = k.organization_id AND h.job_id = x.id AND h.event = 'claim' AND h.id < k.id
-    ORDER BY h.id DESC
-    LIMIT 1
-  ) rerun ON true
+  JOIN spool.jobs j ON j.id = ANY (coalesce(k.job_ids, ARRAY[k.job_id]))
+  LEFT JOIN reruns rerun ON rerun.row_id = k.id AND rerun.job_id = j.id
   WHERE k.event = 'complete' AND j.started_at IS NOT NULL
 ),
 buckets AS (

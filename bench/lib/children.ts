@@ -36,8 +36,11 @@ export class WorkerGroup {
     const ready: Promise<void>[] = [];
     for (let i = 0; i < count; i++) {
       const child = fork(path, [], {
+        // The worker scripts are TypeScript (tsx), but the packages they import
+        // resolve to their build (spool-dist), as in an application that installed
+        // the SDK; SPOOL_BENCH_SERVER=tsx runs those from source too.
         // WORKER_NODE_ARGS: extra node flags for the workers, e.g. --cpu-prof to profile them.
-        execArgv: ['--import', 'tsx', ...(process.env.WORKER_NODE_ARGS?.split(' ').filter(Boolean) ?? [])],
+        execArgv: ['--import', 'tsx', ...(process.env.SPOOL_BENCH_SERVER === 'tsx' ? [] : ['--conditions=spool-dist']), ...(process.env.WORKER_NODE_ARGS?.split(' ').filter(Boolean) ?? [])],
         env: { ...process.env, ...env, WORKER_INDEX: String(i) },
         stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
       });

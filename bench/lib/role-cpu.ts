@@ -42,7 +42,7 @@ function cpuByPid(): Map<string, { role: CpuRole; cpu: number }> {
     }
     const role: CpuRole | null = pid === self ? 'harness'
       : cmd.includes('postgres') && !cmd.includes('node') ? 'postgres'
-      : cmd.includes('packages/server/src/main.ts') ? 'server'
+      : /packages\/server\/(src\/main\.ts|dist\/main\.js)/.test(cmd) ? 'server'
       : /workers\/spool-[a-z-]*worker\.ts/.test(cmd) ? 'worker'
       : null;
     if (role) out.set(pid, { role, cpu });

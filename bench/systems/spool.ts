@@ -1,4 +1,4 @@
-import { spawn, type ChildProcess } from 'node:child_process';
+import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
@@ -12,6 +12,22 @@ import { JsonClient, nowMs } from '../lib/http.js';
 import { concurrentCalls, futureDue, paced, sleep, until, type QueueSystem } from './system.js';
 
 const root = fileURLToPath(new URL('../../', import.meta.url));
+
+/**
+ * How the server runs: as `npm start` runs it, the build in dist/ (made
+ * current once per bench process); SPOOL_BENCH_SERVER=tsx runs the
+ * TypeScript through tsx instead, whose CPU profiles point at source lines.
+ */
+let built = false;
+function serverEntry(): string[] {
+  if (process.env.SPOOL_BENCH_SERVER === 'tsx') return ['--import', 'tsx', 'packages/server/src/main.ts'];
+  if (!built) {
+    const build = spawnSync(process.execPath, ['scripts/build.mjs'], { cwd: root, stdio: ['ignore', 'ignore', 'inherit'] });
+    if (build.status !== 0) throw new Error('scripts/build.mjs failed: the server in packages/server/dist cannot be run');
+    built = true;
+  }
+  return ['--conditions=spool-dist', 'packages/server/dist/main.js'];
+}
 const QUEUE = 'bench';
 
 /** A scenario Spool cannot run yet because the endpoint it needs has not landed. */
@@ -62,8 +78,8 @@ export class SpoolSystem implements QueueSystem {
     this.configuration = transport === 'grpc'
       ? 'server process (default pool 20) + worker processes over gRPC: 4 StreamJobs streams each (server claims up to 16 per round), unary Complete per job; S1 by unary Enqueue, bulk loads over HTTP'
       : process.env.SPOOL_BENCH_WORKER === 'minimal'
-        ? 'server process (default pool 20, AUTH_CACHE_MS=2000) + minimal worker processes over HTTP (bench/workers/spool-worker.ts): 4 claim loops each, claim limit 100 with wait_ms 1000, batch complete'
-        : 'server process (default pool 20, AUTH_CACHE_MS=2000) + SDK Worker processes over HTTP (@spool/sdk, bench/workers/spool-sdk-worker.ts): concurrency 400, maxBatch 100 (4 claims and 4 batch reports in flight), wait_ms 1000; S4: concurrency 20, maxBatch 10, wait_ms 5000';
+        ? 'server process as npm start runs it (dist/; default pool 20, AUTH_CACHE_MS=2000) + minimal worker processes over HTTP (bench/workers/spool-worker.ts): 4 claim loops each, claim limit 100 with wait_ms 1000, batch complete'
+        : 'server process as npm start runs it (dist/; default pool 20, AUTH_CACHE_MS=2000) + SDK Worker processes over HTTP (@spool/sdk, bench/workers/spool-sdk-worker.ts): concurrency 400, maxBatch 100 (4 claims and 4 batch reports in flight), wait_ms 1000; S4: concurrency 20, maxBatch 10, wait_ms 5000';
   }
 
   get #workerScript(): string {
@@ -94,7 +110,7 @@ export class SpoolSystem implements QueueSystem {
     this.url = `http://127.0.0.1:${port}`;
     // e.g. SERVER_NODE_ARGS="--cpu-prof --cpu-prof-dir=/tmp/prof" to profile the server during a run.
     const nodeArgs = process.env.SERVER_NODE_ARGS?.split(' ').filter(Boolean) ?? [];
-    this.#server = spawn(process.execPath, [...nodeArgs, '--import', 'tsx', 'packages/server/src/main.ts'], {
+    this.#server = spawn(process.execPath, [...nodeArgs, ...serverEntry()], {
       cwd: root,
       env: { ...process.env, DATABASE_URL: this.#databaseUrl, PORT: String(port), GRPC_PORT: String(grpcPort), HOST: '127.0.0.1', LOG_LEVEL: 'warn', AUTH_CACHE_MS: process.env.AUTH_CACHE_MS ?? '2000', SPOOL_DATA_DIR: this.#dataDir, ...this.#serverEnv },
       stdio: ['ignore', 'ignore', 'inherit'],

@@ -114,6 +114,55 @@ describe('QueueService.Enqueue and GetJob', () => {
   });
 });
 
+describe('QueueService.Enqueue with a job_key (spool-job-key metadata)', () => {
+  /** Enqueue with `spool-job-key` metadata; resolves the answer and the response's spool-key-outcome. */
+  const keyed = (request: Record<string, unknown>, jobKey: string) => new Promise<{ jobId: string; created: boolean; outcome: string | null }>((resolve, reject) => {
+    const md = client.metadata();
+    md.set('spool-job-key', jobKey);
+    let outcome: string | null = null;
+    const call = client.queue.Enqueue(request, md, { deadline: Date.now() + 30_000 }, (err: Error | null, response: { jobId: string; created: boolean }) => (err ? reject(err) : resolve({ ...response, outcome })));
+    call.on('metadata', (answer: { get(key: string): unknown[] }) => {
+      const value = answer.get('spool-key-outcome')[0];
+      if (value !== undefined) outcome = String(value);
+    });
+  });
+
+  it('dedupes, debounces and throttles as REST does, and says what happened', async () => {
+    const queue = freshQueue();
+    const first = await keyed({ queueName: queue, payload: toStruct({ n: 1 }) }, JSON.stringify({ key: 'user-42', mode: 'dedupe' }));
+    assert.deepEqual([first.created, first.outcome], [true, 'created']);
+    const again = await keyed({ queueName: queue, payload: toStruct({ n: 2 }) }, JSON.stringify({ key: 'user-42', mode: 'dedupe' }));
+    assert.deepEqual([again.jobId, again.created, again.outcome], [first.jobId, false, 'deduplicated']);
+    const rest = await server.request('GET', `/api/v1/jobs/${first.jobId}`);
+    assert.deepEqual([rest.body.job_key, rest.body.job_key_mode, rest.body.payload], ['user-42', 'dedupe', { n: 1 }]);
+
+    const debounced = await keyed({ queueName: queue, payload: toStruct({ v: 1 }) }, JSON.stringify({ key: 'sync', mode: 'debounce', window_secs: 60 }));
+    const moved = await keyed({ queueName: queue, payload: toStruct({ v: 2 }) }, JSON.stringify({ key: 'sync', mode: 'debounce', window_secs: 60 }));
+    assert.deepEqual([moved.jobId, moved.created, moved.outcome], [debounced.jobId, false, 'debounced']);
+    assert.deepEqual((await server.request('GET', `/api/v1/jobs/${debounced.jobId}`)).body.payload, { v: 2 }, 'the waiting job took the latest payload');
+
+    await keyed({ queueName: queue, payload: toStruct({}) }, JSON.stringify({ key: 'mail', mode: 'throttle', window_secs: 3600 }));
+    const throttled = await keyed({ queueName: queue, payload: toStruct({}) }, JSON.stringify({ key: 'mail', mode: 'throttle', window_secs: 3600 }));
+    assert.deepEqual([throttled.created, throttled.outcome], [false, 'throttled']);
+
+    const plain = await enqueue({ queueName: queue, payload: toStruct({ n: 3 }) });
+    assert.equal(plain.created, true, 'without the metadata, no key policy');
+    assert.notEqual(plain.jobId, first.jobId);
+  });
+
+  it('refuses a bad job_key with INVALID_ARGUMENT naming the field, and creates nothing', async () => {
+    const queue = freshQueue();
+    await rejects(keyed({ queueName: queue, payload: toStruct({}) }, 'user-42'), status.INVALID_ARGUMENT, /^spool-job-key metadata must be a JSON object/);
+    await rejects(keyed({ queueName: queue, payload: toStruct({}) }, JSON.stringify({ key: 'k', mode: 'debounce' })), status.INVALID_ARGUMENT, /^job_key\.window_secs is required with mode debounce/);
+    await rejects(keyed({ queueName: queue, payload: toStruct({}) }, JSON.stringify({ key: 'k', mode: 'sometimes' })), status.INVALID_ARGUMENT, /^job_key\.mode must be one of dedupe, debounce, throttle, replace/);
+    await rejects(keyed({ queueName: queue, payload: toStruct({}) }, JSON.stringify({ key: '', mode: 'dedupe' })), status.INVALID_ARGUMENT, /^job_key\.key must NOT have fewer than 1 characters/);
+    await rejects(keyed({ queueName: queue, payload: toStruct({}) }, JSON.stringify({ key: 'k', mode: 'dedupe', windowSecs: 5 })), status.INVALID_ARGUMENT, /^job_key\.windowSecs is not allowed here/);
+    const listed = await server.request('GET', `/api/v1/jobs?queue_name=${queue}`);
+    assert.equal(listed.status, 200, listed.text);
+    assert.equal(listed.body.length, 0, 'no job was created');
+  });
+});
+
 describe('QueueService.Dequeue', () => {
   it('leases a batch in priority order with fencing tokens', async () => {
     const queueName = freshQueue();

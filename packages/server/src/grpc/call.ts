@@ -11,7 +11,8 @@ export interface GrpcContext extends AppContext {
   shutdown: AbortSignal;
 }
 
-function first(metadata: Metadata, key: string): string | null {
+/** The first value of a metadata key, as text (null when absent). */
+export function first(metadata: Metadata, key: string): string | null {
   const value = metadata.get(key)[0];
   if (value === undefined) return null;
   return typeof value === 'string' ? value : value.toString('utf8');
@@ -63,11 +64,11 @@ export function unary<Req, Res>(
   ctx: GrpcContext,
   method: string,
   operation: Operation,
-  handler: (grant: Grant, request: Req, metadata: Metadata) => Promise<Res>,
+  handler: (grant: Grant, request: Req, metadata: Metadata, call: ServerUnaryCall<Req, Res>) => Promise<Res>,
 ): (call: ServerUnaryCall<Req, Res>, callback: sendUnaryData<Res>) => void {
   return (call, callback) => {
     authenticateCall(ctx, call.metadata)
-      .then((auth) => handler(authorize(auth, operation), canonicalizeCallIds(call.request), call.metadata))
+      .then((auth) => handler(authorize(auth, operation), canonicalizeCallIds(call.request), call.metadata, call))
       .then(
         (response) => callback(null, response),
         (err: unknown) => callback(toServiceError(toGrpcFailure(err, ctx.logger, method))),

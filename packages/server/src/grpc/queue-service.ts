@@ -1,4 +1,4 @@
-import type { Metadata, UntypedServiceImplementation } from '@grpc/grpc-js';
+import { Metadata, type ServerUnaryCall, type UntypedServiceImplementation } from '@grpc/grpc-js';
 import { LeaseExpiredError, LIMITS, NotFoundError, PayloadTooLargeError, ValidationError } from '@spool/protocol';
 import {
   jobClaimOutcome,
@@ -14,7 +14,8 @@ import {
 import type { Grant, Operation } from '../authorization.js';
 import { admitJobs, enqueueAdmitted } from '../http/job-admission.js';
 import { jsonBytes } from '../wire/common.js';
-import { traceMetadata, unary, type GrpcContext } from './call.js';
+import { first, traceMetadata, unary, type GrpcContext } from './call.js';
+import { JOB_KEY_METADATA, KEY_OUTCOME_METADATA, jobKeyFromMetadata } from '../job-key.js';
 import { enqueueTraceHeaders, parentTraceHeaders } from '../http/trace-context.js';
 import { ATTR_MESSAGING_MESSAGE_ID, endOnFailure, recordClaimSpan, startEnqueueSpan, startSettleTrace } from '../trace-spans.js';
 import { fromTimestamp, jobToProto, structToJson, toTimestamp, type ProtoJob, type ProtoStruct, type ProtoTimestamp } from './convert.js';
@@ -68,8 +69,14 @@ export interface RenewLeaseResponse {
   new_expires_at: ProtoTimestamp | null;
 }
 
-/** Creates one job; an idempotent repeat answers the original id with `created: false`. */
-export async function enqueue(ctx: GrpcContext, grant: Grant, request: EnqueueRequest, metadata?: Metadata): Promise<{ job_id: string; created: boolean }> {
+/**
+ * Creates one job; an idempotent repeat answers the original id with
+ * `created: false`. A `spool-job-key` metadata value (the REST job_key object
+ * as JSON) applies a key policy; the answer's id is then the job that stands
+ * for the key, and the response metadata `spool-key-outcome` says what
+ * happened (docs/jobs-api.md, "Job keys").
+ */
+export async function enqueue(ctx: GrpcContext, grant: Grant, request: EnqueueRequest, metadata?: Metadata, call?: ServerUnaryCall<EnqueueRequest, unknown>): Promise<{ job_id: string; created: boolean }> {
   const auth = grant.auth;
   // The proto has no trace fields: the W3C context comes as call metadata, checked like REST's headers.
   let trace = metadata ? enqueueTraceHeaders(traceMetadata(metadata)) : null;
@@ -97,6 +104,7 @@ export async function enqueue(ctx: GrpcContext, grant: Grant, request: EnqueueRe
     idempotencyKey,
     tags,
   };
+  job.jobKey = metadata ? jobKeyFromMetadata(first(metadata, JOB_KEY_METADATA), job.scheduledAt ?? null) : null;
   grant.queue(queueName);
   const span = ctx.tracing ? startEnqueueSpan(ctx.tracing, queueName, auth.organizationId, trace, 'grpc') : null;
   if (span) trace = span.context;
@@ -110,6 +118,11 @@ export async function enqueue(ctx: GrpcContext, grant: Grant, request: EnqueueRe
       throw err;
     });
     await quota.settle(inserted.created ? 1 : 0);
+    if (inserted.keyOutcome && call) {
+      const answer = new Metadata();
+      answer.set(KEY_OUTCOME_METADATA, inserted.keyOutcome);
+      call.sendMetadata(answer);
+    }
     span?.setAttributes({ [ATTR_MESSAGING_MESSAGE_ID]: inserted.id, 'spool.created': inserted.created });
     span?.end();
     return { job_id: inserted.id, created: inserted.created };
@@ -242,8 +255,8 @@ export async function getQueueStats(ctx: GrpcContext, grant: Grant, request: { q
 
 /** The QueueService implementation for grpc-js. */
 export function queueService(ctx: GrpcContext): UntypedServiceImplementation {
-  const bind = <Req, Res>(method: string, operation: Operation, fn: (ctx: GrpcContext, grant: Grant, request: Req, metadata: Metadata) => Promise<Res>) =>
-    unary<Req, Res>(ctx, method, operation, (grant, request, metadata) => fn(ctx, grant, request, metadata));
+  const bind = <Req, Res>(method: string, operation: Operation, fn: (ctx: GrpcContext, grant: Grant, request: Req, metadata: Metadata, call: ServerUnaryCall<Req, Res>) => Promise<Res>) =>
+    unary<Req, Res>(ctx, method, operation, (grant, request, metadata, call) => fn(ctx, grant, request, metadata, call));
   return {
     Enqueue: bind('Enqueue', 'job.create', enqueue),
     Dequeue: bind('Dequeue', 'job.claim', dequeue),

@@ -17,13 +17,16 @@ function makeAjv(coerceTypes: boolean): Ajv {
   return ajv;
 }
 
+/** The body validator's configuration, for checks of JSON that does not come in a body (gRPC metadata). */
+export const strictAjv = makeAjv(false);
+
 /**
  * Bodies are validated strictly (a string "5" is not the integer 5: wrong
  * types are a 400, as the contract requires). Query strings and path params
  * arrive as strings, so those are coerced.
  */
 export function installValidators(app: FastifyInstance): void {
-  const strict = makeAjv(false);
+  const strict = strictAjv;
   const coercing = makeAjv(true);
   app.setValidatorCompiler(({ schema, httpPart }) => {
     const ajv = httpPart === 'body' ? strict : coercing;

@@ -30,6 +30,7 @@ import { ATTR_MESSAGING_MESSAGE_ID, startEnqueueSpan } from '../trace-spans.js';
 import { assertWebhookTarget, webhookPolicy } from '../webhooks/ssrf.js';
 import { ConcurrencyKey, DateTime, FairnessKey, IdempotencyKey, IdParams, JobKeyField, KeyOutcomeField, MaxRetries, Priority, QueueName, Tags, TimeoutSeconds, jsonBytes, nullable } from '../wire/common.js';
 import { JobSchema, JobSummarySchema, jobSummaryToWire, jobToWire } from '../wire/job.js';
+import { checkJobKey, engineJobKey, type JobKeyBody } from '../job-key.js';
 import { JobExplanationSchema } from '../wire/job-explain.js';
 
 /** Extension: the W3C trace context of the enqueuer, checked strictly in code (protocol trace-context.ts) for precise messages. */
@@ -72,28 +73,6 @@ export const TraceHeaders = Type.Object({
 
 const CreatedSchema = Type.Object({ id: Type.String(), created: Type.Boolean(), key_outcome: Type.Optional(KeyOutcomeField) });
 
-type JobKeyBody = Static<typeof JobKeyField>;
-
-/** The rules between a job_key's fields, and with scheduled_at, that JSON Schema cannot say. */
-function checkJobKey(jobKey: JobKeyBody, scheduledAt: string | null | undefined, field: string): void {
-  const timed = jobKey.mode === 'debounce' || jobKey.mode === 'throttle';
-  if (timed && jobKey.window_secs === undefined) {
-    throw new ValidationError(`${field}job_key.window_secs is required with mode ${jobKey.mode}`, { field: `${field}job_key.window_secs` });
-  }
-  if (!timed && jobKey.window_secs !== undefined) {
-    throw new ValidationError(`${field}job_key.window_secs applies to modes debounce and throttle, not ${jobKey.mode}`, { field: `${field}job_key.window_secs` });
-  }
-  if (jobKey.max_wait_secs !== undefined && jobKey.mode !== 'debounce') {
-    throw new ValidationError(`${field}job_key.max_wait_secs applies to mode debounce only`, { field: `${field}job_key.max_wait_secs` });
-  }
-  if (jobKey.max_wait_secs !== undefined && jobKey.max_wait_secs < jobKey.window_secs!) {
-    throw new ValidationError(`${field}job_key.max_wait_secs must be at least window_secs (${jobKey.window_secs})`, { field: `${field}job_key.max_wait_secs` });
-  }
-  if (jobKey.mode === 'debounce' && scheduledAt) {
-    throw new ValidationError(`${field}scheduled_at cannot be combined with job_key mode debounce, which sets the run time (window_secs after the latest enqueue)`, { field: `${field}scheduled_at` });
-  }
-}
-
 /** Checks what JSON Schema cannot: byte sizes, time relations, job_key rules. Returns the payload's size in bytes. */
 export function checkJobLimits(body: { payload?: unknown; tags?: unknown; scheduled_at?: string | null; expires_at?: string | null; job_key?: JobKeyBody | null }, field = ''): number {
   if (body.job_key) checkJobKey(body.job_key, body.scheduled_at, field);
@@ -125,9 +104,7 @@ export function toNewJob(organizationId: string, queueName: string, body: Omit<C
     completionWebhook: body.completion_webhook ?? null,
     concurrencyKey: body.concurrency_key ?? null,
     fairnessKey: body.fairness_key ?? null,
-    jobKey: body.job_key
-      ? { key: body.job_key.key, mode: body.job_key.mode, windowSecs: body.job_key.window_secs ?? null, maxWaitSecs: body.job_key.max_wait_secs ?? null }
-      : null,
+    jobKey: body.job_key ? engineJobKey(body.job_key) : null,
     traceparent: trace?.traceparent ?? null,
     tracestate: trace?.tracestate ?? null,
   };

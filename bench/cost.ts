@@ -35,7 +35,9 @@ type Op = 'enqueue' | 'claim' | 'complete' | 'request' | 'background' | 'harness
 /** How each system's statements map to operations (first match wins; the rest is background). */
 const CLASSIFY: Record<string, [Op, RegExp][]> = {
   spool: [
-    ['harness', /^\s*(SELECT (NOT )?EXISTS|ANALYZE|TRUNCATE|VACUUM|CHECKPOINT)/i],
+    // The harness's probe is an EXISTS on spool.jobs; the server's webhook dispatcher also
+    // opens with SELECT EXISTS (webhook-dispatch-consumers.sql), and what it writes is Spool's.
+    ['harness', /^\s*(SELECT (NOT )?EXISTS \(SELECT \$1 FROM spool\.jobs\b|ANALYZE|TRUNCATE|VACUUM|CHECKPOINT)/i],
     // pg_stat_statements shows normalized text (constants become $n), so match on structure.
     ['claim', /\bpicked AS \(/],
     ['complete', /AS t\(id, worker_id, lease_id, result\)/],
@@ -306,7 +308,7 @@ export async function runCost(): Promise<void> {
       `PostgreSQL ${version}, embedded, default durability, autovacuum off during the phases, CHECKPOINT before each phase.`,
       `Phases: enqueue-single = ${SINGLE} jobs from 8 concurrent callers; enqueue-bulk = ${JOBS} jobs in batches of 1,000; drain = claim + complete of ${JOBS} bulk-loaded jobs by one worker process (the systems' bench configurations, see BENCHMARKS.md; spool-grpc enqueues singles and works through gRPC, bulk goes over HTTP as there is no gRPC bulk call).`,
       'Counts, not times: these figures do not depend on machine load (load average at start ' + loadStart + ').',
-      'Before each phase\'s CHECKPOINT the meter reads every catalog table, so hint bits of the catalog rows the reset wrote are set outside the phase; the job-life WAL leaves out what harness statements (the drain\'s ANALYZE) wrote.',
+      'Before each phase\'s CHECKPOINT the meter reads every catalog table, so hint bits of the catalog rows the reset wrote are set outside the phase.',
       '"statements", "buffers" count the job path only (enqueue, claim, complete and per-request overhead such as authentication); background services and harness probes are listed per statement below. WAL and rows/index entries are everything the database wrote during the phase, in the system\'s database.',
     ];
     const out = new URL('./results/', import.meta.url);

@@ -58,10 +58,10 @@ export function jobKeyFromMetadata(value: string | null, scheduledAt: Date | nul
   }
   validateShape ??= strictAjv.compile(JobKeyField);
   if (!validateShape(parsed)) {
-    const { message, field } = describeValidationError(validateShape.errors ?? [], undefined);
-    // ajv names the value's own path ("key must NOT have fewer..."); the REST body's path is job_key.<field>.
-    const named = field && field !== 'request' ? `job_key.${field}` : 'job_key';
-    throw new ValidationError(`${named}${message.slice((field ?? '').length)}`, { field: named });
+    // Paths as in a REST body, where the object sits at job_key: "job_key.key must NOT have fewer…".
+    const errors = (validateShape.errors ?? []).map((e) => ({ ...e, instancePath: `/job_key${e.instancePath}` }));
+    const { message, field } = describeValidationError(errors, 'body');
+    throw new ValidationError(message, { field });
   }
   const jobKey = parsed as JobKeyBody;
   checkJobKey(jobKey, scheduledAt, '');

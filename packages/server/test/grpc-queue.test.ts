@@ -157,6 +157,8 @@ describe('QueueService.Enqueue with a job_key (spool-job-key metadata)', () => {
     await rejects(keyed({ queueName: queue, payload: toStruct({}) }, JSON.stringify({ key: 'k', mode: 'sometimes' })), status.INVALID_ARGUMENT, /^job_key\.mode must be one of dedupe, debounce, throttle, replace/);
     await rejects(keyed({ queueName: queue, payload: toStruct({}) }, JSON.stringify({ key: '', mode: 'dedupe' })), status.INVALID_ARGUMENT, /^job_key\.key must NOT have fewer than 1 characters/);
     await rejects(keyed({ queueName: queue, payload: toStruct({}) }, JSON.stringify({ key: 'k', mode: 'dedupe', windowSecs: 5 })), status.INVALID_ARGUMENT, /^job_key\.windowSecs is not allowed here/);
+    await rejects(keyed({ queueName: queue, payload: toStruct({}) }, '["user-42"]'), status.INVALID_ARGUMENT, /^job_key must be object/);
+    await rejects(keyed({ queueName: queue, payload: toStruct({}) }, JSON.stringify({ mode: 'dedupe' })), status.INVALID_ARGUMENT, /^job_key\.key is required/);
     const listed = await server.request('GET', `/api/v1/jobs?queue_name=${queue}`);
     assert.equal(listed.status, 200, listed.text);
     assert.equal(listed.body.length, 0, 'no job was created');

@@ -10,9 +10,11 @@
  * SQL_DRAIN_MODE=keyed gives every job its own concurrency_key under a
  * concurrency_key_limit of 1 (the capped claim, F2 in bench/flow.ts);
  * SQL_DRAIN_MODE=fair spreads the jobs over 100 fairness keys of a
- * round-robin queue (F3).
+ * round-robin queue (F3). The connection plans as the server's do
+ * (force_generic_plan); SQL_DRAIN_PLAN_CACHE_MODE=auto shows PostgreSQL's
+ * default instead, under which later rounds replan the claim on every call.
  */
-import { jobClaim, jobCompleteMany, jobInsertMany, migrate, organizationCreate, createPool, queueConfigUpsert } from '@spool/engine';
+import { jobClaim, jobCompleteMany, jobInsertMany, migrate, organizationCreate, createPool, queueConfigUpsert, PLAN_CACHE_MODES, type PlanCacheMode } from '@spool/engine';
 import { startScratchPostgres } from '../test-support/scratch-postgres.js';
 import { processCpuSeconds } from './lib/proc-cpu.js';
 
@@ -28,7 +30,9 @@ const scratch = await startScratchPostgres({
 });
 try {
   const url = await scratch.createDatabase('sql_drain');
-  const db = createPool({ connectionString: url, max: 1 });
+  const planCacheMode = (process.env.SQL_DRAIN_PLAN_CACHE_MODE ?? 'force_generic_plan') as PlanCacheMode;
+  if (!PLAN_CACHE_MODES.includes(planCacheMode)) throw new Error(`SQL_DRAIN_PLAN_CACHE_MODE: ${PLAN_CACHE_MODES.join(', ')}, not ${planCacheMode}`);
+  const db = createPool({ connectionString: url, max: 1, planCacheMode });
   await migrate(db);
   await db.query('CREATE EXTENSION pg_stat_statements');
   // SQL_DRAIN_SETUP: statements to try on the schema (an index, a setting) before the rounds.

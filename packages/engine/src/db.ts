@@ -21,7 +21,27 @@ export interface PoolOptions {
    * transaction may land on a server connection that never saw the PARSE.
    */
   preparedStatements?: boolean;
+  /**
+   * `plan_cache_mode` for every connection of the pool; undefined leaves the
+   * server's own setting. See PLAN_CACHE_MODES.
+   */
+  planCacheMode?: PlanCacheMode;
 }
+
+/**
+ * PostgreSQL's `plan_cache_mode`. In `auto` a prepared statement is planned
+ * for its values five times, then kept on a generic plan only while that
+ * plan's estimated cost stays under the average of those first custom plans.
+ * The average is never refreshed, so once the statistics move (a queue that
+ * was empty when the connection started, an ANALYZE during a drain) a
+ * statement such as the claim is replanned on every call for the rest of the
+ * connection's life: a drain spent a fifth of its database CPU planning
+ * (docs/performance.md). Spool's statements are written for generic plans
+ * (organization_id leads every index; listing-index-plans.test.ts plans them
+ * generic), so the server runs them that way by default.
+ */
+export const PLAN_CACHE_MODES = ['force_generic_plan', 'auto', 'force_custom_plan'] as const;
+export type PlanCacheMode = (typeof PLAN_CACHE_MODES)[number];
 
 /**
  * A client that drops the statement name from queries given as config
@@ -42,6 +62,8 @@ class UnnamedStatementClient extends pg.Client {
 
 /** A pool whose idle-connection errors are logged, not thrown (they would crash the process). */
 export function createPool(options: PoolOptions, onError: (err: Error) => void = () => {}): Db {
+  const mode = options.planCacheMode;
+  if (mode !== undefined && !PLAN_CACHE_MODES.includes(mode)) throw new Error(`planCacheMode must be one of ${PLAN_CACHE_MODES.join(', ')} (got "${String(mode)}")`);
   const pool = new pg.Pool({
     connectionString: options.connectionString,
     max: options.max ?? 10,
@@ -49,6 +71,9 @@ export function createPool(options: PoolOptions, onError: (err: Error) => void =
     idleTimeoutMillis: 30_000,
     connectionTimeoutMillis: 10_000,
     ...(options.preparedStatements === false ? { Client: UnnamedStatementClient } : {}),
+    // Awaited before the new connection runs anything else; a failure ends it
+    // and fails the query that asked for it.
+    ...(mode === undefined ? {} : { onConnect: async (client: pg.ClientBase) => void (await client.query(`SET plan_cache_mode = ${mode}`)) }),
   });
   pool.on('error', onError);
   return pool;

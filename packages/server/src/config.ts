@@ -1,4 +1,5 @@
 import { isIP } from 'node:net';
+import { PLAN_CACHE_MODES, type PlanCacheMode } from '@spool/engine';
 import { PLAN_TIERS, type PlanTier } from './plans.js';
 import { parseNetwork, type Network } from './webhooks/ssrf.js';
 
@@ -23,6 +24,13 @@ export interface Config {
    * `max_prepared_statements`).
    */
   preparedStatements: boolean;
+  /**
+   * `plan_cache_mode` of the pool's connections (DATABASE_PLAN_CACHE_MODE).
+   * Generic plans by default; null (PgBouncer without prepared statements)
+   * sends no SET, since each unnamed statement is planned anew anyway and a
+   * session setting would land on one server connection of the pooler.
+   */
+  planCacheMode: PlanCacheMode | null;
   dataDir: string;
   /** Listen address. Development defaults to 127.0.0.1: only a loopback-bound server may send webhooks to loopback. */
   host: string;
@@ -247,11 +255,13 @@ function trustProxy(env: NodeJS.ProcessEnv, name: string): false | number | stri
 export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
   const environment = oneOf(env, 'SPOOL_ENV', ['development', 'production'] as const, env.NODE_ENV === 'production' ? 'production' : 'development');
   const [grpcTlsCert, grpcTlsKey] = pairedFiles(env, 'GRPC_TLS_CERT', 'GRPC_TLS_KEY');
+  const preparedStatements = bool(env, 'DATABASE_PREPARED_STATEMENTS', true);
   if (env.DATABASE_DIRECT_URL && !env.DATABASE_URL) throw new Error('DATABASE_DIRECT_URL is set but DATABASE_URL is not: set both (the embedded PostgreSQL needs neither)');
   return {
     databaseUrl: env.DATABASE_URL || null,
     databaseDirectUrl: env.DATABASE_DIRECT_URL || null,
-    preparedStatements: bool(env, 'DATABASE_PREPARED_STATEMENTS', true),
+    preparedStatements,
+    planCacheMode: env.DATABASE_PLAN_CACHE_MODE ? oneOf(env, 'DATABASE_PLAN_CACHE_MODE', PLAN_CACHE_MODES, 'force_generic_plan') : preparedStatements ? 'force_generic_plan' : null,
     dataDir: env.SPOOL_DATA_DIR || '.spool',
     // A development server takes loopback webhook targets, so by default nothing else may reach it.
     host: env.HOST || (environment === 'production' ? '0.0.0.0' : '127.0.0.1'),

@@ -152,7 +152,7 @@ export async function startSpool(config: Config, options: StartOptions = {}): Pr
   }
   // Set once stop() begins: connections that break from then on are expected, not news.
   let shuttingDown = false;
-  const db = createPool({ connectionString: databaseUrl, max: config.poolMax, preparedStatements: config.preparedStatements }, (err) => {
+  const db = createPool({ connectionString: databaseUrl, max: config.poolMax, preparedStatements: config.preparedStatements, planCacheMode: config.planCacheMode ?? undefined }, (err) => {
     logger[shuttingDown ? 'debug' : 'warn']({ error: errorFields(err) }, 'idle database connection failed');
   });
   const services: Service[] = [];

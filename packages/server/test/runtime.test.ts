@@ -65,6 +65,27 @@ describe('first start', () => {
   });
 });
 
+describe('database connections', () => {
+  it('run with generic plans (plan_cache_mode = force_generic_plan) unless DATABASE_PLAN_CACHE_MODE says otherwise', async () => {
+    const database = await createTestDatabase('plancache');
+    databases.push(database);
+    for (const [mode, expected] of [['force_generic_plan', 'force_generic_plan'], ['auto', 'auto']] as const) {
+      const spool = await startSpool(configFor(database, { planCacheMode: mode }), { logger: pino({ level: 'silent' }), announce: () => {} });
+      try {
+        // Every connection of the pool, not only the first: hold several at once.
+        const clients = await Promise.all(Array.from({ length: 3 }, () => spool.db.connect()));
+        try {
+          for (const client of clients) assert.equal((await client.query<{ plan_cache_mode: string }>('SHOW plan_cache_mode')).rows[0]!.plan_cache_mode, expected);
+        } finally {
+          for (const client of clients) client.release();
+        }
+      } finally {
+        await spool.stop();
+      }
+    }
+  });
+});
+
 describe('logs', () => {
   it('never contain API keys, tokens or payloads', async () => {
     const lines: string[] = [];

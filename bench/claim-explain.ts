@@ -162,7 +162,7 @@ async function measure(url: string): Promise<void> {
       await describeData(client);
       // Warm the cache the way a running server would be, before measuring.
       await explain(client, org, false);
-      await section(client, org, 'EXPLAIN (ANALYZE, BUFFERS), custom plan (what the plan cache uses here)', false);
+      await section(client, org, 'EXPLAIN (ANALYZE, BUFFERS), custom plan (planned for these values; the server runs the generic plan below, DATABASE_PLAN_CACHE_MODE)', false);
       await section(client, org, 'EXPLAIN (ANALYZE, BUFFERS), generic plan (plan_cache_mode = force_generic_plan)', true);
       print('## Time for one claim of 100');
       print();

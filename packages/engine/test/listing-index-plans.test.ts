@@ -53,12 +53,18 @@ before(async () => {
 });
 after(async () => t.drop());
 
-interface PlanNode { 'Node Type': string; 'Relation Name'?: string; 'Index Name'?: string; Plans?: PlanNode[] }
+interface PlanNode { 'Node Type': string; 'Relation Name'?: string; 'Index Name'?: string; 'Subplan Name'?: string; Plans?: PlanNode[] }
 
-/** Sequential scans of spool.jobs or its partitions (migration 046), by relation. */
-function seqScansOfJobs(node: PlanNode): string[] {
+/**
+ * Sequential scans of spool.jobs or its partitions (migration 046), each
+ * named with the node above it and the CTE or subplan it is in, so that a
+ * failure says which part of the statement to look at.
+ */
+function seqScansOfJobs(node: PlanNode, parent = 'top', within = 'the main query'): string[] {
   const ofJobs = ['jobs', 'jobs_live', 'jobs_done'].includes(node['Relation Name'] ?? '');
-  return [...(node['Node Type'] === 'Seq Scan' && ofJobs ? [node['Relation Name']!] : []), ...(node.Plans ?? []).flatMap(seqScansOfJobs)];
+  const here = node['Subplan Name'] ?? within;
+  const own = node['Node Type'] === 'Seq Scan' && ofJobs ? [`${node['Relation Name']!} (under ${parent}, in ${here})`] : [];
+  return [...own, ...(node.Plans ?? []).flatMap((child) => seqScansOfJobs(child, node['Node Type'], here))];
 }
 
 async function planOf(client: pg.PoolClient, text: string, types: string, args: string, mode: 'force_generic_plan' | 'force_custom_plan'): Promise<PlanNode> {

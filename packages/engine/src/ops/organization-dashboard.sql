@@ -65,7 +65,15 @@ unrolled AS (
      WHERE p.organization_id = $1 AND p.event = 'complete' AND ($2::text[] IS NULL OR p.queue_name LIKE ANY ($2::text[]))
      LIMIT 100)
   ) p
-  JOIN spool.jobs j ON j.id = p.id AND j.started_at IS NOT NULL
+  -- One primary-key probe per id, whatever the estimates: as a plain join
+  -- the planner may hash it against a sequential scan of jobs_live when it
+  -- guesses the 200 ids dearer to probe one by one. LIMIT 1 keeps the
+  -- subquery from being flattened into that join.
+  CROSS JOIN LATERAL (
+    SELECT j.created_at, j.scheduled_at, j.started_at FROM spool.jobs j
+    WHERE j.id = p.id AND j.organization_id = $1 AND j.started_at IS NOT NULL
+    LIMIT 1
+  ) j
 ),
 jobs AS (
   SELECT totals.total, live.pending, live.processing, live.deadletter, day.completed_24h, day.failed_24h,

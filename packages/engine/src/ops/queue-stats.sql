@@ -35,7 +35,13 @@ unrolled AS (
     WHERE p.organization_id = $1 AND p.queue_name = $2 AND p.event = 'complete'
     LIMIT 100
   ) p
-  JOIN spool.jobs j ON j.id = p.id AND j.started_at IS NOT NULL
+  -- One primary-key probe per id, never a hash join against a scan of
+  -- jobs_live (organization-dashboard.sql says why).
+  CROSS JOIN LATERAL (
+    SELECT j.started_at FROM spool.jobs j
+    WHERE j.id = p.id AND j.organization_id = $1 AND j.started_at IS NOT NULL
+    LIMIT 1
+  ) j
 )
 SELECT a.pending, a.scheduled, a.processing,
        r.completed AS completed_24h, r.failed AS failed_24h, r.deadletter AS deadletter_24h,

@@ -14,7 +14,7 @@
  * (force_generic_plan); SQL_DRAIN_PLAN_CACHE_MODE=auto shows PostgreSQL's
  * default instead, under which later rounds replan the claim on every call.
  */
-import { jobClaim, jobCompleteMany, jobInsertMany, migrate, organizationCreate, createPool, queueConfigUpsert, PLAN_CACHE_MODES, type PlanCacheMode } from '@spool/engine';
+import { jobClaim, jobCompleteMany, jobInsertMany, migrate, organizationCreate, createPool, queueConfigUpsert, type PlanCacheMode } from '@spool/engine';
 import { startScratchPostgres } from '../test-support/scratch-postgres.js';
 import { processCpuSeconds } from './lib/proc-cpu.js';
 
@@ -30,8 +30,8 @@ const scratch = await startScratchPostgres({
 });
 try {
   const url = await scratch.createDatabase('sql_drain');
+  // createPool refuses a mode PostgreSQL does not have.
   const planCacheMode = (process.env.SQL_DRAIN_PLAN_CACHE_MODE ?? 'force_generic_plan') as PlanCacheMode;
-  if (!PLAN_CACHE_MODES.includes(planCacheMode)) throw new Error(`SQL_DRAIN_PLAN_CACHE_MODE: ${PLAN_CACHE_MODES.join(', ')}, not ${planCacheMode}`);
   const db = createPool({ connectionString: url, max: 1, planCacheMode });
   await migrate(db);
   await db.query('CREATE EXTENSION pg_stat_statements');

@@ -35,8 +35,8 @@ export interface PoolOptions {
  * The average is never refreshed, so once the statistics move (a queue that
  * was empty when the connection started, an ANALYZE during a drain) a
  * statement such as the claim is replanned on every call for the rest of the
- * connection's life: a drain spent a fifth of its database CPU planning
- * (docs/performance.md). Spool's statements are written for generic plans
+ * connection's life: in a drain, up to half the claims were planned anew
+ * (docs/performance.md, "Generic plans"). Spool's statements are written for generic plans
  * (organization_id leads every index; listing-index-plans.test.ts plans them
  * generic), so the server runs them that way by default.
  */

@@ -26,9 +26,11 @@ export interface Config {
   preparedStatements: boolean;
   /**
    * `plan_cache_mode` of the pool's connections (DATABASE_PLAN_CACHE_MODE).
-   * Generic plans by default; null (PgBouncer without prepared statements)
-   * sends no SET, since each unnamed statement is planned anew anyway and a
-   * session setting would land on one server connection of the pooler.
+   * Generic plans by default. Null sends no SET, so connections keep what
+   * PostgreSQL gives them (postgresql.conf, ALTER ROLE/DATABASE … SET): the
+   * value `server`, and the default without prepared statements (each
+   * unnamed statement is planned anew anyway, and behind a transaction
+   * pooler a session SET would land on one server connection).
    */
   planCacheMode: PlanCacheMode | null;
   dataDir: string;
@@ -143,6 +145,11 @@ function bool(env: NodeJS.ProcessEnv, name: string, fallback: boolean): boolean 
   if (raw === 'true') return true;
   if (raw === 'false') return false;
   throw new Error(`${name} must be true or false (got "${raw}")`);
+}
+
+function planCacheMode(env: NodeJS.ProcessEnv, preparedStatements: boolean): PlanCacheMode | null {
+  const mode = oneOf(env, 'DATABASE_PLAN_CACHE_MODE', [...PLAN_CACHE_MODES, 'server'] as const, preparedStatements ? 'force_generic_plan' : 'server');
+  return mode === 'server' ? null : mode;
 }
 
 function pairedFiles(env: NodeJS.ProcessEnv, certName: string, keyName: string): [string | null, string | null] {
@@ -261,7 +268,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     databaseUrl: env.DATABASE_URL || null,
     databaseDirectUrl: env.DATABASE_DIRECT_URL || null,
     preparedStatements,
-    planCacheMode: env.DATABASE_PLAN_CACHE_MODE ? oneOf(env, 'DATABASE_PLAN_CACHE_MODE', PLAN_CACHE_MODES, 'force_generic_plan') : preparedStatements ? 'force_generic_plan' : null,
+    planCacheMode: planCacheMode(env, preparedStatements),
     dataDir: env.SPOOL_DATA_DIR || '.spool',
     // A development server takes loopback webhook targets, so by default nothing else may reach it.
     host: env.HOST || (environment === 'production' ? '0.0.0.0' : '127.0.0.1'),

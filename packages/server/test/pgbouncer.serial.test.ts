@@ -238,11 +238,12 @@ describe('configuration', () => {
     assert.throws(() => loadConfig({ DATABASE_DIRECT_URL: 'postgres://pg/spool' }), /DATABASE_DIRECT_URL is set but DATABASE_URL is not/);
   });
 
-  it('reads DATABASE_PLAN_CACHE_MODE: generic plans by default, no SET at all without prepared statements unless asked', () => {
+  it('reads DATABASE_PLAN_CACHE_MODE: generic plans by default, no SET at all without prepared statements or with `server`', () => {
     assert.equal(loadConfig({}).planCacheMode, 'force_generic_plan');
     assert.equal(loadConfig({ DATABASE_PREPARED_STATEMENTS: 'false' }).planCacheMode, null);
     assert.equal(loadConfig({ DATABASE_PLAN_CACHE_MODE: 'auto' }).planCacheMode, 'auto');
+    assert.equal(loadConfig({ DATABASE_PLAN_CACHE_MODE: 'server' }).planCacheMode, null, 'the role\'s or the database\'s own setting stands');
     assert.equal(loadConfig({ DATABASE_PREPARED_STATEMENTS: 'false', DATABASE_PLAN_CACHE_MODE: 'force_generic_plan' }).planCacheMode, 'force_generic_plan');
-    assert.throws(() => loadConfig({ DATABASE_PLAN_CACHE_MODE: 'generic' }), /DATABASE_PLAN_CACHE_MODE must be one of force_generic_plan, auto, force_custom_plan \(got "generic"\)/);
+    assert.throws(() => loadConfig({ DATABASE_PLAN_CACHE_MODE: 'generic' }), /DATABASE_PLAN_CACHE_MODE must be one of force_generic_plan, auto, force_custom_plan, server \(got "generic"\)/);
   });
 });

@@ -69,13 +69,15 @@ describe('database connections', () => {
   it('run with generic plans (plan_cache_mode = force_generic_plan) unless DATABASE_PLAN_CACHE_MODE says otherwise', async () => {
     const database = await createTestDatabase('plancache');
     databases.push(database);
-    for (const [mode, expected] of [['force_generic_plan', 'force_generic_plan'], ['auto', 'auto']] as const) {
+    // A database-level setting stands for `server` (null: no SET), and is overridden by an explicit mode.
+    await database.pool.query(`ALTER DATABASE "${database.name}" SET plan_cache_mode = force_custom_plan`);
+    for (const [mode, expected] of [['force_generic_plan', 'force_generic_plan'], ['auto', 'auto'], [null, 'force_custom_plan']] as const) {
       const spool = await startSpool(configFor(database, { planCacheMode: mode }), { logger: pino({ level: 'silent' }), announce: () => {} });
       try {
         // Every connection of the pool, not only the first: hold several at once.
         const clients = await Promise.all(Array.from({ length: 3 }, () => spool.db.connect()));
         try {
-          for (const client of clients) assert.equal((await client.query<{ plan_cache_mode: string }>('SHOW plan_cache_mode')).rows[0]!.plan_cache_mode, expected);
+          for (const client of clients) assert.equal((await client.query<{ plan_cache_mode: string }>('SHOW plan_cache_mode')).rows[0]!.plan_cache_mode, expected, `planCacheMode ${mode}`);
         } finally {
           for (const client of clients) client.release();
         }

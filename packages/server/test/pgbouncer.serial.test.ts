@@ -98,16 +98,28 @@ describe(`Spool behind PgBouncer (transaction pooling)`, () => {
 
   it('shows why named prepared statements are off: they break across server connections', async () => {
     // A client prepares on server connection X; while another client holds X
-    // in a transaction, the first one's next transaction lands on Y.
+    // in a transaction, the first one's next transaction lands on another.
+    // The Spool server under test shares PgBouncer's pool, so which server
+    // connection a transaction gets is not fixed: the statement names its
+    // backend, and the second client begins until it holds that one.
     const a = new pg.Client({ connectionString: pooledUrl });
     const b = new pg.Client({ connectionString: pooledUrl });
     await a.connect();
     await b.connect();
+    const probe = { name: 'spool_pgbouncer_probe', text: 'SELECT pg_backend_pid() AS pid' };
     try {
-      await a.query({ name: 'spool_pgbouncer_probe', text: 'SELECT 1 AS one' });
-      await b.query('BEGIN');
-      await b.query('SELECT 1');
-      await assert.rejects(a.query({ name: 'spool_pgbouncer_probe', text: 'SELECT 1 AS one' }), /prepared statement "spool_pgbouncer_probe" does not exist/);
+      const { rows: [prepared] } = await a.query<{ pid: number }>(probe);
+      let held = false;
+      for (let attempt = 0; attempt < 200 && !held; attempt++) {
+        await b.query('BEGIN');
+        held = (await b.query<{ pid: number }>('SELECT pg_backend_pid() AS pid')).rows[0]!.pid === prepared!.pid;
+        if (!held) {
+          await b.query('COMMIT');
+          await sleep(5);
+        }
+      }
+      assert.ok(held, `the second client never got server connection ${prepared!.pid}`);
+      await assert.rejects(a.query(probe), /prepared statement "spool_pgbouncer_probe" does not exist/);
       await b.query('COMMIT');
     } finally {
       await a.end();

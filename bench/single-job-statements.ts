@@ -58,12 +58,12 @@ try {
   const stats = await client.query<{ name: string; exec: number }>(`
     SELECT s.name, p.mean_exec_time AS exec
     FROM (VALUES ('claim', '%FOR UPDATE SKIP LOCKED%UPDATE spool.jobs_live j%'), ('complete', '%spool.job_fence(j, i.worker_id, i.lease_id)%'),
-                 ('enqueue', '%INSERT INTO spool.jobs AS j%')) AS s(name, pattern)
+                 ('enqueue', '%INSERT INTO spool.jobs% AS j (id, organization_id%')) AS s(name, pattern)
     LEFT JOIN LATERAL (SELECT mean_exec_time FROM pg_stat_statements WHERE query LIKE s.pattern AND calls >= $1 ORDER BY calls DESC LIMIT 1) p ON true`, [rounds]);
   const exec = new Map(stats.rows.map((row) => [row.name, row.exec]));
   console.log(`${rounds} rounds of claim 1, complete 1, enqueue 1 in one transaction (ms per call: round trip median; execution mean)`);
   for (const [name, values] of Object.entries(times)) {
-    const run = exec.get(name);
+    const run = exec.get(name) ?? undefined;
     console.log(`  ${name.padEnd(9)} round trip ${median(values).toFixed(3)}${run === undefined ? '' : `  execution ${run.toFixed(3)}  besides ${(median(values) - run).toFixed(3)}`}`);
   }
   client.release();

@@ -4,7 +4,7 @@
  */
 import { loadConfig } from './config.js';
 import { errorFields } from './log-fields.js';
-import { startSpool } from './runtime.js';
+import { startSpool, type RunningSpool } from './runtime.js';
 
 async function main(): Promise<void> {
   let config;
@@ -14,25 +14,36 @@ async function main(): Promise<void> {
     console.error(`spool: ${(err as Error).message}`);
     process.exit(2);
   }
-  const spool = await startSpool(config);
+  // The handlers go in before the start: a signal that arrives while Spool
+  // starts (it logs that it listens before startSpool returns) stops it once
+  // it has started, instead of killing it with the default action.
+  let spool: RunningSpool | null = null;
+  let requested: string | null = null;
   let signals = 0;
-  const shutdown = (signal: string) => {
-    signals += 1;
-    if (signals > 1) {
-      spool.logger.warn('second signal: exiting now');
-      process.exit(1);
-    }
-    spool.logger.info({ signal }, 'shutting down');
-    spool.stop().then(
-      () => spool.logger.flush(() => process.exit(0)),
+  const stop = (running: RunningSpool, signal: string) => {
+    running.logger.info({ signal }, 'shutting down');
+    running.stop().then(
+      () => running.logger.flush(() => process.exit(0)),
       (err) => {
-        spool.logger.error({ error: errorFields(err) }, 'shutdown failed');
-        spool.logger.flush(() => process.exit(1));
+        running.logger.error({ error: errorFields(err) }, 'shutdown failed');
+        running.logger.flush(() => process.exit(1));
       },
     );
   };
+  const shutdown = (signal: string) => {
+    signals += 1;
+    if (signals > 1) {
+      if (spool) spool.logger.warn('second signal: exiting now');
+      else console.error('spool: second signal: exiting now');
+      process.exit(1);
+    }
+    if (spool) stop(spool, signal);
+    else requested = signal;
+  };
   process.on('SIGINT', () => shutdown('SIGINT'));
   process.on('SIGTERM', () => shutdown('SIGTERM'));
+  spool = await startSpool(config);
+  if (requested) stop(spool, requested);
 }
 
 main().catch((err) => {

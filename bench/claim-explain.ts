@@ -64,9 +64,8 @@ async function explain(client: pg.PoolClient, org: string, generic: boolean): Pr
   try {
     await client.query(`SET LOCAL plan_cache_mode = ${generic ? 'force_generic_plan' : 'force_custom_plan'}`);
     await client.query(`PREPARE claim_explain AS ${claimSql}`);
-    // $6 false: the uncapped form, the one jobClaim runs for a queue without a concurrency_limit (this one);
-    // $7 NULL: no claim floor, the queue read from its start.
-    const args = `(${pg.escapeLiteral(org)}, ${pg.escapeLiteral(QUEUE)}, ${LIMIT}, 'bench-worker', 30, false, NULL)`;
+    // $6 NULL: no claim floor, the queue read from its start.
+    const args = `(${pg.escapeLiteral(org)}, ${pg.escapeLiteral(QUEUE)}, ${LIMIT}, 'bench-worker', 30, NULL)`;
     const plan = await client.query<{ 'QUERY PLAN': string }>(`EXPLAIN (ANALYZE, BUFFERS) EXECUTE claim_explain${args}`);
     return plan.rows.map((row) => row['QUERY PLAN']).join('\n');
   } finally {

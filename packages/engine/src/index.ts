@@ -26,6 +26,7 @@ export * from './services/service.js';
 export * from './services/scheduled-promoter.js';
 export * from './services/lease-reaper.js';
 export * from './services/job-expirer.js';
+export * from './services/job-statistics.js';
 export * from './ops/api-key.js';
 export * from './ops/organization-create.js';
 export * from './ops/job-read.js';

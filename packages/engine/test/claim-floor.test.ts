@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { after, before, describe, it, mock } from 'node:test';
 import pg from 'pg';
-import { CLAIM_FLOOR_TTL_MS, jobClaim, jobInsertMany, jobRescueExpired, queueConfigUpsert, type JobRow } from '@spool/engine';
+import { CLAIM_FLOOR_TTL_MS, JobStatistics, jobClaim, jobInsertMany, jobRescueExpired, queueConfigUpsert, type JobRow } from '@spool/engine';
 import { createOrganization, createTestDatabase, type TestDatabase } from '../../../test-support/db.js';
 import { expireLease } from './helpers.js';
 
@@ -61,6 +61,10 @@ describe('claim floor', () => {
     const total = 1000;
     const batch = 50;
     await enqueue(queue, total);
+    // As the server's JobStatistics does for a new database: without
+    // statistics the planner may read the claim's ranges through a listing
+    // index and sort them, reading none of jobs_claim_idx (PostgreSQL 15).
+    await new JobStatistics(t.pool).runOnce();
     // Capped claims take the config row's lock and read the floor in one statement.
     if (capped) await queueConfigUpsert(t.pool, org, queue, { rateLimit: 100_000, concurrencyLimit: 100_000 });
     // One connection for the claims, so its statistics can be flushed on demand.

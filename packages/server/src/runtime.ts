@@ -5,6 +5,7 @@ import {
   DlqRetention,
   JOBS_CHANNEL,
   JobExpirer,
+  JobStatistics,
   JobRetention,
   LEADER_CHANNEL,
   LeaderElector,
@@ -181,10 +182,12 @@ export async function startSpool(config: Config, options: StartOptions = {}): Pr
     const promoter = new ScheduledPromoter(db, { log });
     // Everything that must run once runs on the elected leader only.
     const firer = new ScheduleFirer(db, { log, misfireThresholdMs: config.misfireThresholdMs, admission: cronJobAdmission() });
+    const statistics = new JobStatistics(db, { log });
     const leaderServices: LoopService[] = [
       firer,
       new LeaseReaper(db, { log }),
       new JobExpirer(db, { log }),
+      statistics,
       new WorkerLiveness(db, { log }),
       new JobRetention(db, { log }),
       new DlqRetention(db, { log }),
@@ -202,6 +205,7 @@ export async function startSpool(config: Config, options: StartOptions = {}): Pr
       onChange: (isLeader, reason) => logger.info({ holder: leader.holder, reason }, isLeader ? 'became leader: running maintenance services' : 'no longer leader'),
     });
     notifier.listen(JOBS_CHANNEL, (payload) => {
+      statistics.jobsArrived();
       const notice = parseJobsNotice(payload);
       if (notice.scheduledAt !== null) promoter.scheduledFor(notice.scheduledAt);
       else if (payload === '') promoter.wake();

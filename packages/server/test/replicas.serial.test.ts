@@ -55,7 +55,7 @@ async function maintenanceCounters(replica: Replica): Promise<Map<string, number
   return out;
 }
 
-const LEADER_SERVICES = ['lease-reaper', 'job-expirer', 'worker-liveness', 'job-retention', 'dlq-retention', 'schedule-firer', 'schedule-run-pruner', 'revoked-token-pruner', 'incoming-delivery-pruner'];
+const LEADER_SERVICES = ['lease-reaper', 'job-expirer', 'job-statistics', 'worker-liveness', 'job-retention', 'dlq-retention', 'schedule-firer', 'schedule-run-pruner', 'revoked-token-pruner', 'incoming-delivery-pruner'];
 
 describe('three replicas on one database', () => {
   it('spread workers never share a live lease, maintenance runs on the leader only, events reach every replica', async (ctx) => {

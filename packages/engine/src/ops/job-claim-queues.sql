@@ -20,7 +20,7 @@
 --
 -- Capped queues (queue_config.capped: concurrency_limit, rate_limit,
 -- concurrency keys, fair share) are not claimed here: they need their
--- config row locked (job-claim.sql, capped form) for their limits to hold
+-- config row locked (job-claim-capped.sql) for their limits to hold
 -- against every other claimer. Their shares come back as rows of their
 -- own (below), and the caller claims each through the capped claim of
 -- job-claim.ts. Their `room` here is only an estimate that keeps a capped

@@ -5,7 +5,7 @@ import { run, sqlFile, transaction } from '../db.js';
 import type { JobRow } from '../types.js';
 
 const statement = sqlFile(import.meta.url, './job-claim.sql');
-const isCapped = sqlFile(import.meta.url, './queue-is-capped.sql');
+const cappedClaim = sqlFile(import.meta.url, './job-claim-capped.sql');
 const lockCapped = sqlFile(import.meta.url, './queue-lock-capped.sql');
 
 export interface ClaimParams {
@@ -19,7 +19,7 @@ export interface ClaimParams {
 }
 
 /**
- * How long a claim floor (job-claim.sql, $7) is trusted. Within one priority
+ * How long a claim floor (job-claim.sql, $6) is trusted. Within one priority
  * the floor skips what lies before it, where a job that became due again
  * (a retry whose backoff ended, a reclaimed lease, a scheduled job) can sit
  * while newer jobs keep every batch full; each queue is read from its start
@@ -106,8 +106,9 @@ export async function jobClaim(db: Queryable, params: ClaimParams): Promise<JobR
 export async function jobClaimOutcome(db: Queryable, params: ClaimParams): Promise<ClaimOutcome> {
   const limit = clamp(Math.trunc(params.limit), 1, LIMITS.claimLimitMax);
   const lease = clamp(Math.trunc(params.leaseSeconds), LIMITS.leaseSecondsMin, LIMITS.leaseSecondsMax);
-  const claimOf = (n: number, floorJobId: string | null, capped: boolean) =>
-    [params.organizationId, params.queueName, n, params.workerId, lease, capped, floorJobId];
+  // Both statements (job-claim.sql, job-claim-capped.sql) take the same parameters.
+  const claimOf = (n: number, floorJobId: string | null) =>
+    [params.organizationId, params.queueName, n, params.workerId, lease, floorJobId];
   const key = `${params.organizationId}\u0000${params.queueName}`;
   const now = Date.now();
 
@@ -124,7 +125,7 @@ export async function jobClaimOutcome(db: Queryable, params: ClaimParams): Promi
   };
 
   // The capped form: one statement locks the queue's config row, claims and
-  // keeps its books (job-claim.sql); null when the queue is not capped (or
+  // keeps its books (job-claim-capped.sql); null when the queue is not capped (or
   // paused) after all. It reads past the floor and then, when short, up to
   // it; a fair queue's turns take no floor (the statement ignores it).
   // On the pool, the queue is locked first, in the claim's transaction, so that the claim's snapshot
@@ -132,11 +133,11 @@ export async function jobClaimOutcome(db: Queryable, params: ClaimParams): Promi
   const cappedStatement = (values: unknown[]) => db instanceof pg.Pool
     ? transaction(db, async (client) => {
       await client.query({ name: lockCapped.name, text: lockCapped.text, values: [params.organizationId, params.queueName] });
-      return run<ClaimRow>(client, statement, values);
+      return run<ClaimRow>(client, cappedClaim, values);
     }, { retrySerializationFailure: true })
-    : run<ClaimRow>(db, statement, values);
+    : run<ClaimRow>(db, cappedClaim, values);
   const claimCapped = async (): Promise<ClaimOutcome | null> => {
-    const rows = await cappedStatement(claimOf(limit, floor?.jobId ?? null, true));
+    const rows = await cappedStatement(claimOf(limit, floor?.jobId ?? null));
     const facts = rows[0];
     if (!facts) return null;
     const n = facts.cap_reserved ?? limit;
@@ -146,7 +147,7 @@ export async function jobClaimOutcome(db: Queryable, params: ClaimParams): Promi
     // jobs leave it short, and the next turns fill it (a rate-limited
     // queue's turns stop at the first: its tokens are what it took).
     for (let turn = 1; fair && facts.cap_reserved === null && jobs.length > 0 && jobs.length < n && turn < FAIR_TURNS_MAX; turn++) {
-      const more = jobsOf(await cappedStatement(claimOf(n - jobs.length, null, true)));
+      const more = jobsOf(await cappedStatement(claimOf(n - jobs.length, null)));
       if (more.length === 0) break;
       jobs = [...jobs, ...more];
     }
@@ -165,13 +166,24 @@ export async function jobClaimOutcome(db: Queryable, params: ClaimParams): Promi
     }
   }
 
-  let claimed = jobsOf(await run<ClaimRow>(db, statement, claimOf(limit, floor?.jobId ?? null, false)));
+  // The uncapped form: its jobs, and when it took none, whether the queue is capped.
+  const claimUncapped = async (n: number, floorJobId: string | null) => {
+    const jobs: JobRow[] = [];
+    let queueCapped = false;
+    for (const { queue_capped, ...job } of await run<UncappedRow>(db, statement, claimOf(n, floorJobId))) {
+      if (job.id === null) queueCapped = queue_capped;
+      else jobs.push(job);
+    }
+    return { jobs, queueCapped };
+  };
+  let { jobs: claimed, queueCapped } = await claimUncapped(limit, floor?.jobId ?? null);
   let readFromStart = floor === null;
-  if (!readFromStart && claimed.length < limit) {
+  if (!readFromStart && !queueCapped && claimed.length < limit) {
     // The queue ran dry after the floor: read it from the start for what
     // became due before the floor.
-    const earlier = jobsOf(await run<ClaimRow>(db, statement, claimOf(limit - claimed.length, null, false)));
-    if (earlier.length > 0) claimed = [...claimed, ...earlier].sort(byClaimOrder);
+    const earlier = await claimUncapped(limit - claimed.length, null);
+    if (earlier.jobs.length > 0) claimed = [...claimed, ...earlier.jobs].sort(byClaimOrder);
+    queueCapped = earlier.queueCapped;
     readFromStart = true;
   }
   // Concurrent claims of one queue may finish out of order and leave the
@@ -180,9 +192,8 @@ export async function jobClaimOutcome(db: Queryable, params: ClaimParams): Promi
   keepFloor(claimed, limit, readFromStart);
   if (claimed.length > 0) return { jobs: claimed, retryAfterMs: null };
   // Nothing claimable, or the queue is capped, which the uncapped form
-  // leaves alone: capped queues pay for a transaction, others for one
-  // primary-key probe when they come back empty.
-  if ((await run(db, isCapped, [params.organizationId, params.queueName])).length === 0) return { jobs: [], retryAfterMs: null };
+  // leaves alone (and says so): a capped queue is claimed in a transaction.
+  if (!queueCapped) return { jobs: [], retryAfterMs: null };
   const outcome = await claimCapped();
   if (outcome) {
     capped.add(key);
@@ -191,10 +202,13 @@ export async function jobClaimOutcome(db: Queryable, params: ClaimParams): Promi
   return outcome ?? { jobs: [], retryAfterMs: null };
 }
 
+/** job-claim.sql's row: a claimed job, or (alone, job columns null) none and whether the queue is capped. */
+type UncappedRow = JobRow & { queue_capped: boolean };
+
 /**
- * job-claim.sql's row: a claimed job, and in the capped form the `cap_`
- * facts (the bucket's are null for a queue without a rate limit); a capped
- * claim that took nothing returns one row of facts alone (job columns null).
+ * job-claim-capped.sql's row: a claimed job and the `cap_` facts (the
+ * bucket's are null for a queue without a rate limit); a claim that took
+ * nothing returns one row of facts alone (job columns null).
  */
 type ClaimRow = JobRow & {
   cap_fairness: string | null;

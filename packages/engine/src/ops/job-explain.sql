@@ -4,7 +4,7 @@
 -- together). job-explain.ts turns the facts into reasons.
 --
 -- Read-only on purpose: nothing is locked, and the token bucket is refilled
--- here only in arithmetic, as the capped claim (job-claim.sql) would refill it, never
+-- here only in arithmetic, as the capped claim (job-claim-capped.sql) would refill it, never
 -- written back (writing it would move rate_refilled_at and so change what the
 -- next claim gets). It can therefore disagree by a token with a claim running
 -- at the same moment.

@@ -1,4 +1,5 @@
 import assert from 'node:assert/strict';
+import { readFileSync } from 'node:fs';
 import { after, before, describe, it } from 'node:test';
 import pg from 'pg';
 import { jobClaim, jobCompleteMany, jobInsertMany, queueConfigUpsert, queuePause, queueResume } from '@spool/engine';
@@ -148,5 +149,28 @@ describe('jobClaim', () => {
     await jobInsertMany(t.pool, [{ organizationId: other, queueName: 'shared-name', payload: {} }]);
     assert.deepEqual(await jobClaim(t.pool, { organizationId: org, queueName: 'shared-name', workerId: 'w', limit: 10, leaseSeconds: 30 }), []);
     assert.equal((await jobClaim(t.pool, { organizationId: other, queueName: 'shared-name', workerId: 'w', limit: 10, leaseSeconds: 30 })).length, 1);
+  });
+});
+
+/**
+ * The lease update and its history rows, as one claim statement writes them:
+ * comments and spacing aside. PostgreSQL SQL has no include, and a function
+ * around them would be planned apart from the statement, so each claim
+ * (job-claim.sql, job-claim-capped.sql, job-claim-queues.sql) holds its own
+ * copy; this keeps the copies one.
+ */
+function leaseBlock(file: string): string {
+  const text = readFileSync(new URL(`../src/ops/${file}`, import.meta.url), 'utf8').replace(/--[^\n]*/g, '');
+  const block = /\bclaimed AS \([\s\S]*?\n\),\s*history AS \([\s\S]*?\n\)/.exec(text);
+  assert.ok(block, `${file} has a claimed and a history CTE`);
+  return block[0].replace(/\s+/g, ' ');
+}
+
+describe('claim statements', () => {
+  it('lease and record their jobs with the same SQL, every one of them', () => {
+    const single = leaseBlock('job-claim.sql');
+    assert.match(single, /UPDATE spool\.jobs_live j SET status = 'processing'/);
+    assert.equal(leaseBlock('job-claim-capped.sql'), single, 'job-claim-capped.sql');
+    assert.equal(leaseBlock('job-claim-queues.sql'), single, 'job-claim-queues.sql');
   });
 });

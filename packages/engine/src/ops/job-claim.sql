@@ -56,7 +56,7 @@ floor AS MATERIALIZED (
   FROM (SELECT 1) one
   LEFT JOIN spool.jobs f ON f.id = $6::uuid AND f.organization_id = $1
 ),
-candidates AS (
+picked AS (
   SELECT * FROM (
     SELECT * FROM (
       SELECT tid FROM spool.claimable_jobs
@@ -100,7 +100,7 @@ claimed AS (
       deadline_at = CASE WHEN j.timeout_enforced THEN now() + make_interval(secs => j.timeout_seconds) END,
       started_at = coalesce(j.started_at, now()),
       updated_at = now()
-  WHERE j.ctid = ANY (ARRAY(SELECT tid FROM candidates))
+  WHERE j.ctid = ANY (ARRAY(SELECT tid FROM picked))
   RETURNING j.*
 ),
 -- A job's first claim (started_at is this statement's now()) goes into one
